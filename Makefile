@@ -1,0 +1,42 @@
+# `make demo` and `make test` work on a fresh machine: they find a Python 3.12+,
+# create .venv and install the pinned dependencies from pyproject.toml.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PG_URL ?= postgres://root@127.0.0.1:5432/hammerweb
+MYSQL_URL ?= mysql://root@127.0.0.1:3306/hammerweb
+PYTEST_ARGS ?=
+
+.PHONY: venv test test-sqlite test-postgres test-mysql demo lint clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	scripts/system-deps
+	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e . --group dev
+	touch $(STAMP)
+
+# The whole suite once per database.
+test: test-sqlite test-postgres test-mysql
+
+test-sqlite: $(STAMP)
+	env -u DATABASE_URL $(PY) -m pytest $(PYTEST_ARGS)
+
+test-postgres: $(STAMP)
+	DATABASE_URL=$(PG_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+test-mysql: $(STAMP)
+	DATABASE_URL=$(MYSQL_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+demo: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo
+
+clean:
+	rm -rf $(VENV) var/*.sqlite3*

@@ -1,0 +1,77 @@
+"""The public Python API of the queue engine (see spec/API.md). Import from here only."""
+
+from __future__ import annotations
+
+from .clock import MockClock, SystemClock
+from .cron import CronSchedule
+from .enums import (
+    BatchStatus,
+    DependencyStatus,
+    FailurePolicy,
+    JobPriority,
+    JobStatus,
+    PartialFailureMode,
+    WorkflowStatus,
+)
+from .exceptions import (
+    EngineError,
+    InvalidBatch,
+    InvalidCronSchedule,
+    InvalidJob,
+    InvalidJobTransition,
+    InvalidPayload,
+    InvalidPriority,
+    InvalidQueueName,
+    InvalidWorkflow,
+    JobNotFound,
+    QueueError,
+    UnsupportedDatabase,
+)
+from .groups import BatchResult, JobBatch, JobGroup
+from .memory import TestQueue
+from .models import Job
+from .options import DequeueOptions, PriorityWeights
+from .outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
+from .queue import CANCELLED, LOST, RELEASED, STARTED, JobQueue
+from .retry import RetryStrategy
+
+__all__ = [
+    "CANCELLED",
+    "LOST",
+    "RELEASED",
+    "STARTED",
+    "BatchResult",
+    "BatchStatus",
+    "CronSchedule",
+    "DependencyStatus",
+    "DequeueOptions",
+    "EngineError",
+    "FailurePolicy",
+    "InvalidBatch",
+    "InvalidCronSchedule",
+    "InvalidJob",
+    "InvalidJobTransition",
+    "InvalidPayload",
+    "InvalidPriority",
+    "InvalidQueueName",
+    "InvalidWorkflow",
+    "Job",
+    "JobBatch",
+    "JobGroup",
+    "JobNotFound",
+    "JobOutcome",
+    "JobPriority",
+    "JobQueue",
+    "JobStatus",
+    "MockClock",
+    "PartialFailureMode",
+    "PriorityWeights",
+    "QueueError",
+    "RecordedOutcome",
+    "RetryStrategy",
+    "StaleJobRecovery",
+    "SystemClock",
+    "TestQueue",
+    "UnsupportedDatabase",
+    "WorkflowStatus",
+]

@@ -1,0 +1,187 @@
+"""Per-vendor behaviour of the engine. Each dialect runs its own SQL catalogue
+(`queues/sql/<vendor>.sql`); everything else the engine does goes through the ORM."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime
+from functools import cache
+
+from django.db import DatabaseError, OperationalError, connections, transaction
+from django.db.models import F
+
+from ..enums import JobStatus
+from ..exceptions import UnsupportedDatabase
+from ..models import Job
+from ..sql import queries_for
+from .rows import RowReader
+
+# Transient lock conflicts worth retrying the whole transaction for.
+_MYSQL_RETRYABLE = {1213, 1205}  # deadlock, lock wait timeout
+_PG_RETRYABLE = {"40P01", "40001", "55P03"}  # deadlock, serialization failure, lock not available
+
+
+class Dialect:
+    vendor = ""
+
+    def __init__(self, using: str) -> None:
+        self.using = using
+        self.queries = queries_for(self.vendor)
+        self._reader: RowReader | None = None
+
+    @property
+    def connection(self):
+        return connections[self.using]
+
+    @property
+    def reader(self) -> RowReader:
+        # One reader per dialect; connections are per thread but share a vendor.
+        if self._reader is None:
+            self._reader = RowReader(self.connection)
+        return self._reader
+
+    # Parameters -------------------------------------------------------------------------
+    def dt(self, value: datetime | None):
+        return self.connection.ops.adapt_datetimefield_value(value)
+
+    def uuid(self, value: uuid.UUID | str | None):
+        if value is None:
+            return None
+        value = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+        return Job._meta.get_field("run_token").get_db_prep_value(value, self.connection)
+
+    # Transactions -----------------------------------------------------------------------
+    def is_retryable(self, exc: DatabaseError) -> bool:
+        return False
+
+    def atomic_retrying(self, fn, attempts: int = 5):
+        """Run `fn` in a transaction, again from the start after a transient lock conflict."""
+        for attempt in range(attempts):
+            try:
+                with transaction.atomic(using=self.using):
+                    return fn()
+            except DatabaseError as exc:
+                if attempt == attempts - 1 or not self.is_retryable(exc):
+                    raise
+                if self.connection.in_atomic_block:
+                    raise  # an outer transaction owns the retry
+                time.sleep(0.005 * (2**attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # Queries ----------------------------------------------------------------------------
+    def claimable_levels(self, queue: str, now: datetime) -> list[int]:
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                self.queries["claimable_levels"], {"queue": queue, "now": self.dt(now)}
+            )
+            return [int(row[0]) for row in cursor.fetchall()]
+
+    def claim(self, queue: str, limit: int, now: datetime, lease_expires_at: datetime,
+              token: uuid.UUID, priority: int | None = None) -> list[Job]:
+        """Claim up to `limit` jobs; runs inside the caller's transaction."""
+        params = {
+            "queue": queue,
+            "limit": limit,
+            "now": self.dt(now),
+            "lease_expires_at": self.dt(lease_expires_at),
+            "token": self.uuid(token),
+        }
+        name = "claim_batch"
+        if priority is not None:
+            params["priority"] = priority
+            name = "claim_batch_at_level"
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.queries[name], params)
+            return self.reader.read(cursor.description, cursor.fetchall())
+
+    def lock_expired_leases(self, now: datetime, queue: str | None, limit: int):
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                self.queries["lock_expired_leases"],
+                {"now": self.dt(now), "queue": queue, "limit": limit},
+            )
+            rows = cursor.fetchall()
+        field = Job._meta.get_field("run_token")
+        convert = field.get_db_converters(self.connection)
+        out = []
+        for job_id, token in rows:
+            for c in convert:
+                job_id = c(job_id, None, self.connection)
+                token = c(token, None, self.connection)
+            out.append((_as_uuid(job_id), _as_uuid(token)))
+        return out
+
+
+def _as_uuid(value):
+    return value if isinstance(value, uuid.UUID) or value is None else uuid.UUID(str(value))
+
+
+class PostgresDialect(Dialect):
+    vendor = "postgresql"
+
+    def is_retryable(self, exc: DatabaseError) -> bool:
+        cause = exc.__cause__
+        return getattr(cause, "sqlstate", None) in _PG_RETRYABLE
+
+
+class SQLiteDialect(Dialect):
+    vendor = "sqlite"
+
+    def is_retryable(self, exc: DatabaseError) -> bool:
+        # The busy timeout already waited; a lock that outlived it is worth one more go.
+        return isinstance(exc, OperationalError) and "locked" in str(exc)
+
+
+class MySQLDialect(Dialect):
+    vendor = "mysql"
+
+    def is_retryable(self, exc: DatabaseError) -> bool:
+        args = getattr(exc, "args", ()) or ()
+        return bool(args) and args[0] in _MYSQL_RETRYABLE
+
+    def claim(self, queue, limit, now, lease_expires_at, token, priority=None):
+        # Two statements, one transaction (see mysql.sql): lock the rows, then mark them.
+        params = {"queue": queue, "limit": limit, "now": self.dt(now)}
+        name = "claim_batch"
+        if priority is not None:
+            params["priority"] = priority
+            name = "claim_batch_at_level"
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.queries[name], params)
+            jobs = self.reader.read(cursor.description, cursor.fetchall())
+        if not jobs:
+            return jobs
+        Job.objects.using(self.using).filter(id__in=[job.id for job in jobs]).update(
+            status=JobStatus.RUNNING,
+            attempts=F("attempts") + 1,
+            started_at=now,
+            last_heartbeat_at=now,
+            lease_expires_at=lease_expires_at,
+            run_token=token,
+        )
+        for job in jobs:
+            job.status = JobStatus.RUNNING
+            job.attempts += 1
+            job.started_at = now
+            job.last_heartbeat_at = now
+            job.lease_expires_at = lease_expires_at
+            job.run_token = token
+        return jobs
+
+
+_DIALECTS = {d.vendor: d for d in (PostgresDialect, MySQLDialect, SQLiteDialect)}
+
+
+@cache
+def _dialect_class(vendor: str) -> type[Dialect]:
+    try:
+        return _DIALECTS[vendor]
+    except KeyError:
+        raise UnsupportedDatabase(
+            f"Hammerweb supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}"
+        ) from None
+
+
+def dialect_for(using: str) -> Dialect:
+    return _dialect_class(connections[using].vendor)(using)

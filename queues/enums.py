@@ -1,0 +1,85 @@
+"""The value types stored in the tables: statuses, priorities and modes."""
+
+from __future__ import annotations
+
+import enum
+
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    """A job's state, stored as these exact strings (Hammerwork's spelling)."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    DEAD = "Dead"
+    TIMED_OUT = "TimedOut"
+    RETRYING = "Retrying"
+    ARCHIVED = "Archived"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_STATUSES
+
+    @property
+    def is_failure(self) -> bool:
+        return self in FAILURE_STATUSES
+
+
+TERMINAL_STATUSES = frozenset(
+    {JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.DEAD, JobStatus.TIMED_OUT, JobStatus.ARCHIVED}
+)
+FAILURE_STATUSES = frozenset({JobStatus.FAILED, JobStatus.DEAD, JobStatus.TIMED_OUT})
+
+
+class JobPriority(enum.IntEnum):
+    BACKGROUND = 0
+    LOW = 1
+    NORMAL = 2
+    HIGH = 3
+    CRITICAL = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.capitalize()
+
+
+PRIORITY_CHOICES = [(p.value, p.label) for p in JobPriority]
+
+
+class DependencyStatus(models.TextChoices):
+    NONE = "none"
+    WAITING = "waiting"
+    SATISFIED = "satisfied"
+    FAILED = "failed"
+
+
+class PartialFailureMode(models.TextChoices):
+    CONTINUE_ON_ERROR = "ContinueOnError"
+    FAIL_FAST = "FailFast"
+    COLLECT_ERRORS = "CollectErrors"
+
+
+class BatchStatus(models.TextChoices):
+    PENDING = "Pending"
+    PROCESSING = "Processing"
+    COMPLETED = "Completed"
+    PARTIALLY_FAILED = "PartiallyFailed"
+    FAILED = "Failed"
+
+
+class WorkflowStatus(models.TextChoices):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class FailurePolicy(models.TextChoices):
+    """What a terminal failure of one workflow job does to the rest of the workflow."""
+
+    FAIL_FAST = "fail_fast"
+    CONTINUE_ON_FAILURE = "continue_on_failure"
+    MANUAL = "manual"

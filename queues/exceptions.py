@@ -1,0 +1,51 @@
+"""Errors raised by the queue. Every one is a `QueueError`; bad input is also a `ValueError`."""
+
+from __future__ import annotations
+
+
+class QueueError(Exception):
+    """Base class of every error the queue raises. Do not raise directly."""
+
+
+class InvalidJob(QueueError, ValueError):
+    """A job (or its options) failed validation; nothing was written."""
+
+
+class InvalidQueueName(InvalidJob):
+    pass
+
+
+class InvalidPayload(InvalidJob):
+    pass
+
+
+class InvalidPriority(InvalidJob):
+    pass
+
+
+class InvalidCronSchedule(InvalidJob):
+    pass
+
+
+class InvalidWorkflow(InvalidJob):
+    """A workflow has a cycle, or a job depends on a job that does not exist."""
+
+
+class InvalidBatch(InvalidJob):
+    """A batch is empty, too large, or mixes queues."""
+
+
+class JobNotFound(QueueError, LookupError):
+    pass
+
+
+class InvalidJobTransition(QueueError):
+    """The job is not in a state that allows this action (e.g. retrying a completed job)."""
+
+
+class EngineError(QueueError):
+    """The database failed; the original error is the `__cause__`."""
+
+
+class UnsupportedDatabase(EngineError):
+    pass

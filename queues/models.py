@@ -1,0 +1,310 @@
+"""The tables: jobs, batches, workflows, queue pauses, reaper runs and worker processes.
+
+State machine of a job (the claim, the outcomes and the operator's actions):
+
+    Pending --claim--> Running --completed--> Completed   (recurring: back to Pending)
+                          |--failed, attempts left--> Pending (scheduled after a backoff)
+                          |--failed, none left-----> Dead
+                          |--timed out, none left--> TimedOut
+                          |--released / lease expired--> Pending
+    Pending --a dependency or fail-fast batch failed--> Failed
+    Failed / Dead / TimedOut --retry_job--> Pending
+
+A Running row always carries a lease and the token of its run (a check constraint); every
+write of a run matches that token, so a stale run cannot change a row it no longer owns.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from .enums import (
+    PRIORITY_CHOICES,
+    BatchStatus,
+    DependencyStatus,
+    FailurePolicy,
+    JobPriority,
+    JobStatus,
+    PartialFailureMode,
+    WorkflowStatus,
+)
+
+MAX_QUEUE_NAME_LENGTH = 255
+
+
+class PortableIndex(models.Index):
+    """A partial index where the database has them (PostgreSQL, SQLite); elsewhere (MySQL,
+    MariaDB) the same columns without the condition, instead of no index at all."""
+
+    def _get_condition_sql(self, model, schema_editor):
+        if not schema_editor.connection.features.supports_partial_indexes:
+            return None
+        return super()._get_condition_sql(model, schema_editor)
+
+
+def _status_in(*statuses: JobStatus) -> Q:
+    return Q(status__in=[s.value for s in statuses])
+
+
+class Batch(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=255)
+    status = models.CharField(
+        max_length=20, choices=BatchStatus.choices, default=BatchStatus.PENDING
+    )
+    failure_mode = models.CharField(
+        max_length=20, choices=PartialFailureMode.choices, default=PartialFailureMode.CONTINUE_ON_ERROR
+    )
+    total_jobs = models.PositiveIntegerField(default=0)
+    completed_jobs = models.PositiveIntegerField(default=0)
+    failed_jobs = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    error_summary = models.TextField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        verbose_name_plural = "batches"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(completed_jobs__lte=models.F("total_jobs") - models.F("failed_jobs")),
+                name="batch_tallies_within_total",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.status})"
+
+    @property
+    def pending_jobs(self) -> int:
+        return self.total_jobs - self.completed_jobs - self.failed_jobs
+
+
+class Workflow(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=255)
+    status = models.CharField(
+        max_length=20, choices=WorkflowStatus.choices, default=WorkflowStatus.RUNNING
+    )
+    failure_policy = models.CharField(
+        max_length=24, choices=FailurePolicy.choices, default=FailurePolicy.FAIL_FAST
+    )
+    total_jobs = models.PositiveIntegerField(default=0)
+    completed_jobs = models.PositiveIntegerField(default=0)
+    failed_jobs = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(completed_jobs__lte=models.F("total_jobs") - models.F("failed_jobs")),
+                name="workflow_tallies_within_total",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.status})"
+
+    @property
+    def pending_jobs(self) -> int:
+        return self.total_jobs - self.completed_jobs - self.failed_jobs
+
+
+class Job(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
+    payload = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    priority = models.SmallIntegerField(choices=PRIORITY_CHOICES, default=JobPriority.NORMAL)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=3)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    scheduled_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    timed_out_at = models.DateTimeField(null=True, blank=True)
+    error_message = models.TextField(null=True, blank=True)
+    timeout = models.DurationField(null=True, blank=True)
+    retry_strategy = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    # Recurring jobs: one row, rescheduled in place. `recurring` is False for a disabled one.
+    cron_schedule = models.CharField(max_length=100, null=True, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    recurring = models.BooleanField(default=False)
+
+    batch = models.ForeignKey(
+        Batch, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
+    workflow = models.ForeignKey(
+        Workflow, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
+    # The ids (as strings) of the jobs this one waits for; the edges are also in JobDependency.
+    depends_on = models.JSONField(default=list, blank=True)
+    dependency_status = models.CharField(
+        max_length=10, choices=DependencyStatus.choices, default=DependencyStatus.NONE
+    )
+
+    # The lease of the current run.
+    run_token = models.UUIDField(null=True, blank=True, editable=False)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-priority", "scheduled_at", "id"]
+        indexes = [
+            # The claim: claimable rows of a queue, in claim order.
+            PortableIndex(
+                fields=["queue_name", "status", "-priority", "scheduled_at", "id"],
+                condition=Q(status=JobStatus.PENDING),
+                name="job_claim_order",
+            ),
+            # The reaper: running rows by lease expiry.
+            PortableIndex(
+                fields=["status", "lease_expires_at"],
+                condition=Q(status=JobStatus.RUNNING),
+                name="job_lease_expiry",
+            ),
+            # Counts per queue and status, listings, pruning of finished jobs.
+            models.Index(fields=["queue_name", "status", "created_at"], name="job_queue_status"),
+            models.Index(fields=["status", "completed_at"], name="job_status_completed"),
+            PortableIndex(
+                fields=["recurring", "next_run_at"],
+                condition=Q(cron_schedule__isnull=False),
+                name="job_recurring",
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(priority__gte=0, priority__lte=4), name="job_priority_range"
+            ),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_min"),
+            models.CheckConstraint(
+                condition=Q(status__in=JobStatus.values), name="job_status_known"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=JobStatus.RUNNING)
+                | Q(run_token__isnull=False, lease_expires_at__isnull=False, started_at__isnull=False),
+                name="job_running_has_lease",
+            ),
+            models.CheckConstraint(
+                condition=Q(status=JobStatus.RUNNING) | Q(run_token__isnull=True),
+                name="job_token_only_while_running",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=JobStatus.COMPLETED) | Q(completed_at__isnull=False),
+                name="job_completed_has_time",
+            ),
+            models.CheckConstraint(
+                condition=Q(cron_schedule__isnull=False) | Q(recurring=False),
+                name="job_recurring_has_cron",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue_name}:{self.id} ({self.status})"
+
+    @property
+    def is_recurring(self) -> bool:
+        return bool(self.cron_schedule)
+
+    def depends_on_job(self, other: Job) -> Job:
+        """Make this job wait for `other`; returns self for chaining."""
+        ids = [str(i) for i in self.depends_on]
+        if str(other.id) not in ids:
+            ids.append(str(other.id))
+        self.depends_on = ids
+        return self
+
+    @property
+    def duration(self):
+        """How long the run took (finished minus actual start), or None."""
+        end = self.completed_at or self.failed_at or self.timed_out_at
+        if self.started_at and end and end >= self.started_at:
+            return end - self.started_at
+        return None
+
+
+class JobDependency(models.Model):
+    """An edge of the dependency graph: `job` waits for `parent`. Indexed both ways so
+    that a finished parent finds its dependents without scanning JSON."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependency_edges")
+    parent = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependent_edges")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "parent"], name="job_dependency_unique"),
+        ]
+
+
+class QueuePause(models.Model):
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, primary_key=True)
+    paused_at = models.DateTimeField(default=timezone.now)
+    paused_by = models.CharField(max_length=255, null=True, blank=True)
+    reason = models.TextField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["queue_name"]
+
+    def __str__(self) -> str:
+        return f"{self.queue_name} (paused)"
+
+
+class ReaperRun(models.Model):
+    """One pass of the stale-job reaper: what it took back and what it declared dead."""
+
+    ran_at = models.DateTimeField(default=timezone.now, db_index=True)
+    ran_by = models.CharField(max_length=255, blank=True, default="")
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, null=True, blank=True)
+    requeued_ids = models.JSONField(default=list, blank=True)
+    dead_ids = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-ran_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"reaper run at {self.ran_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def requeued_count(self) -> int:
+        return len(self.requeued_ids)
+
+    @property
+    def dead_count(self) -> int:
+        return len(self.dead_ids)
+
+
+class WorkerProcess(models.Model):
+    """One live `runworker` process, kept up to date by its heartbeat."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    queues = models.JSONField(default=list)
+    settings = models.JSONField(default=dict, blank=True)
+    batch_size = models.PositiveIntegerField(default=1)
+    concurrency = models.PositiveIntegerField(default=1)
+    jobs_held = models.PositiveIntegerField(default=0)
+    jobs_running = models.PositiveIntegerField(default=0)
+    jobs_processed = models.PositiveBigIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    last_heartbeat_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["hostname", "pid"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname}:{self.pid}"

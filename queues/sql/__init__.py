@@ -1,0 +1,35 @@
+"""The SQL catalogue: one file per vendor, each a list of named queries.
+
+Each query is a block headed ``-- name: <query_name>`` followed by comment lines that say
+why it is written that way, then the statement. Every vendor file defines the same names
+(a test checks it). Parameters use Django's ``%(name)s`` placeholders in every file, so a
+literal ``%`` must be written ``%%``; Django rewrites placeholders for SQLite.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+VENDORS = ("postgresql", "mysql", "sqlite")
+_HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+
+
+def parse(text: str) -> dict[str, str]:
+    queries: dict[str, str] = {}
+    parts = _HEADER.split(text)
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
+        sql = "\n".join(lines).strip().rstrip(";").strip()
+        if name in queries:
+            raise ValueError(f"query {name!r} is defined twice")
+        queries[name] = sql
+    return queries
+
+
+@cache
+def queries_for(vendor: str) -> dict[str, str]:
+    if vendor not in VENDORS:
+        raise ValueError(f"no SQL catalogue for vendor {vendor!r}")
+    return parse((Path(__file__).with_name(f"{vendor}.sql")).read_text())

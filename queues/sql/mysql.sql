@@ -1,0 +1,54 @@
+-- MySQL / MariaDB: the statements of the claim/lease engine that the ORM cannot express.
+-- Neither has UPDATE ... RETURNING (MariaDB 10.11 has it only for INSERT and DELETE) nor LIMIT
+-- inside an IN subquery (ERROR 1235), so a claim is this SELECT ... FOR UPDATE SKIP LOCKED
+-- followed, in the same READ COMMITTED transaction, by an UPDATE of the locked ids; the
+-- engine retries the transaction on a deadlock (1213) or lock wait timeout (1205).
+-- InnoDB locks every row it scans for a locking read, so the claim index leads with
+-- (queue_name, status, priority) to keep the scan to claimable rows.
+
+-- name: claimable_levels
+-- The priority levels that have a claimable job right now: one index probe per level.
+SELECT lv.level FROM (
+    SELECT 0 AS level UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+) AS lv
+WHERE EXISTS (
+    SELECT 1 FROM queues_job j
+    WHERE j.queue_name = %(queue)s AND j.status = 'Pending' AND j.priority = lv.level
+      AND j.scheduled_at <= %(now)s
+      AND j.dependency_status IN ('none', 'satisfied')
+      AND (j.cron_schedule IS NULL OR j.recurring)
+)
+
+-- name: claim_batch
+-- Locks up to `limit` claimable rows in claim order, skipping rows other claimers hold.
+-- The pause subquery takes no lock: a locking clause on the outer SELECT does not lock the
+-- rows of a nested subquery.
+SELECT * FROM queues_job
+WHERE queue_name = %(queue)s AND status = 'Pending' AND scheduled_at <= %(now)s
+  AND dependency_status IN ('none', 'satisfied')
+  AND (cron_schedule IS NULL OR recurring)
+  AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
+ORDER BY priority DESC, scheduled_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_batch_at_level
+-- claim_batch restricted to one priority level (weighted claims fill a batch level by level).
+SELECT * FROM queues_job
+WHERE queue_name = %(queue)s AND status = 'Pending' AND priority = %(priority)s
+  AND scheduled_at <= %(now)s
+  AND dependency_status IN ('none', 'satisfied')
+  AND (cron_schedule IS NULL OR recurring)
+  AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
+ORDER BY scheduled_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: lock_expired_leases
+-- Running jobs whose lease expired, locked for the reaper; SKIP LOCKED lets reapers overlap.
+SELECT id, run_token FROM queues_job
+WHERE status = 'Running' AND lease_expires_at < %(now)s
+  AND (%(queue)s IS NULL OR queue_name = %(queue)s)
+ORDER BY lease_expires_at
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
