@@ -213,6 +213,13 @@ class Job(models.Model):
             ),
         ]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A new job is due when it is built: one instant for both, so that the delay
+        # (scheduled_at - created_at) is exactly zero unless the caller set one.
+        if not args and "scheduled_at" not in kwargs:
+            self.scheduled_at = self.created_at
+
     def __str__(self) -> str:
         return f"{self.queue_name}:{self.id} ({self.status})"
 
