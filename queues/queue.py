@@ -119,7 +119,12 @@ class JobQueue:
         for job in jobs:
             if not isinstance(job, Job):
                 raise InvalidJob(f"expected a Job, got {type(job).__name__}")
-            if not isinstance(self.clock, SystemClock) and job.scheduled_at and job.created_at:
+            if (
+                not isinstance(self.clock, SystemClock)
+                and isinstance(job.scheduled_at, datetime)
+                and isinstance(job.created_at, datetime)
+                and job.scheduled_at.tzinfo is not None
+            ):
                 # A moved clock: keep the delay the job was built with.
                 job.scheduled_at = now + (job.scheduled_at - job.created_at)
             validate_job(job, now)
