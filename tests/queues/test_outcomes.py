@@ -34,8 +34,12 @@ def test_completed_stores_the_result(queue):
 def test_failures_back_off_until_attempts_run_out_then_dead(queue):
     name = unique_queue("flaky")
     job_id = queue.enqueue(
-        Job(queue_name=name, payload={}, max_attempts=3,
-            retry_strategy=RetryStrategy.fixed(timedelta(seconds=30)))
+        Job(
+            queue_name=name,
+            payload={},
+            max_attempts=3,
+            retry_strategy=RetryStrategy.fixed(timedelta(seconds=30)),
+        )
     )
     for attempt in (1, 2):
         run = claim(queue, name)
@@ -72,8 +76,9 @@ def test_default_backoff_grows_exponentially(queue):
 
 def test_timeouts_retry_then_end_timed_out(queue):
     name = unique_queue("slow")
-    job_id = queue.enqueue(Job(queue_name=name, payload={}, max_attempts=2,
-                               timeout=timedelta(seconds=5)))
+    job_id = queue.enqueue(
+        Job(queue_name=name, payload={}, max_attempts=2, timeout=timedelta(seconds=5))
+    )
     run = claim(queue, name)
     assert queue.finish_job_run(run, JobOutcome.timed_out("took too long")).status == "Pending"
     assert queue.get_job(job_id).timed_out_at is not None
@@ -112,7 +117,11 @@ def test_recurring_job_is_rescheduled_in_place(queue):
     assert recorded.next_run_at == stored.next_run_at + timedelta(hours=1)
     again = queue.get_job(job_id)
     assert (again.status, again.attempts, again.next_run_at, again.scheduled_at) == (
-        JobStatus.PENDING, 0, recorded.next_run_at, recorded.next_run_at)
+        JobStatus.PENDING,
+        0,
+        recorded.next_run_at,
+        recorded.next_run_at,
+    )
     # A failed last attempt does not end a recurring job: it runs at the next slot.
     queue.clock.set(recorded.next_run_at)
     run = claim(queue, name)
