@@ -53,6 +53,16 @@ def seconds_or_zero(text: str) -> timedelta:
     return seconds(text, allow_zero=True)
 
 
+def days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError("must be 0 (never) or a positive number of days")
+    return value
+
+
 def queue_name(text: str) -> str:
     try:
         return validate_queue_name(text)
@@ -84,7 +94,7 @@ class Command(BaseCommand):
         parser.add_argument("--reaper-interval", type=seconds_or_zero,
                             default=timedelta(seconds=60),
                             help="seconds between reaper passes (default 60; 0: no reaper)")
-        parser.add_argument("--prune-after", type=float, default=7.0, metavar="DAYS",
+        parser.add_argument("--prune-after", type=days, default=7.0, metavar="DAYS",
                             help="delete finished jobs older than this many days "
                                  "(default 7; 0: never)")
         parser.add_argument("--include", action="append", default=[], metavar="MODULE",
@@ -94,7 +104,14 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         self._configure_logging(options["verbosity"])
         stop, force = threading.Event(), threading.Event()
-        self._install_signals(stop, force)
+        previous = self._install_signals(stop, force)
+        try:
+            self._run(options, stop, force)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
         if options["processes"] > 1:
             supervisor = Supervisor(
                 self._child_args(options), options["processes"], options["burst"]
@@ -159,7 +176,8 @@ class Command(BaseCommand):
             args.append("--burst")
         return args
 
-    def _install_signals(self, stop: threading.Event, force: threading.Event) -> None:
+    def _install_signals(self, stop: threading.Event, force: threading.Event) -> dict:
+        """First signal: drain; second: force. Returns the handlers it replaced."""
         def on_signal(signum, frame):
             if stop.is_set():
                 logger.warning("second %s: forcing exit", signal.Signals(signum).name)
@@ -168,9 +186,11 @@ class Command(BaseCommand):
                 logger.warning("%s: draining (again to force)", signal.Signals(signum).name)
                 stop.set()
 
+        previous = {}
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, on_signal)
-            signal.signal(signal.SIGINT, on_signal)
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                previous[signum] = signal.signal(signum, on_signal)
+        return previous
 
     def _configure_logging(self, verbosity: int) -> None:
         level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
