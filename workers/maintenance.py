@@ -20,9 +20,20 @@ class MaintenanceLoop:
     def __init__(self, reaper: Reaper | None, pruner: Pruner | None) -> None:
         self.services = [s for s in (reaper, pruner) if s is not None]
 
+    def run_all_once(self, stop: threading.Event) -> None:
+        """One pass of each service, before the workers start: a restarted worker process
+        takes back its predecessor's expired jobs before it claims anything."""
+        try:
+            for service in self.services:
+                self._run_once(service, stop)
+        except GaveUp:
+            pass
+        finally:
+            connection.close()
+
     def run(self, stop: threading.Event) -> None:
-        # First runs at start: a restarted worker takes back its predecessor's jobs early.
-        due = dict.fromkeys(self.services, 0.0)
+        start = time.monotonic()
+        due = {s: start + s.interval.total_seconds() for s in self.services}
         try:
             while not stop.is_set():
                 now = time.monotonic()

@@ -94,6 +94,7 @@ class WorkerProcessRuntime:
         ]
         maintenance_stop = threading.Event()
         loop = MaintenanceLoop(self.settings.reaper, self.settings.pruner)
+        loop.run_all_once(stop)
         if loop.services:
             threads.append(
                 threading.Thread(target=loop.run, args=(maintenance_stop,), name="maintenance")
