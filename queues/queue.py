@@ -164,13 +164,17 @@ class JobQueue:
         self._graph.apply_tallies(changes, now)
 
     # Claim ------------------------------------------------------------------------------
-    def dequeue(self, queue_name: str, options: DequeueOptions | None = None) -> list[Job]:
+    def dequeue(
+        self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
+    ) -> list[Job]:
+        """`run_token` (default: a new one) lets a caller whose connection dropped during
+        the claim find the jobs if the claim was committed after all."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         if options.batch_size == 0:
             return []
         now = self.now()
-        token = uuid.uuid4()
+        token = run_token or uuid.uuid4()
         expires = now + options.lease_duration
         weights = options.priority_weights
         dialect = self.dialect

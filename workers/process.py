@@ -54,6 +54,7 @@ class Summary:
     failed: int = 0
     seconds: float = 0.0
     forced: bool = False
+    crashed: bool = False
 
     def __str__(self) -> str:
         rate = self.processed / self.seconds if self.seconds else 0.0
@@ -82,13 +83,16 @@ class WorkerProcessRuntime:
             for name in settings.queues
         ]
         self.row: WorkerProcess | None = None
+        self.crashed = False
 
     def run(self, stop: threading.Event, force: threading.Event) -> Summary:
         began = time.monotonic()
         self.row = self._register(stop)
         threads = [
             threading.Thread(
-                target=worker.run, args=(stop, force), name=f"worker-{worker.queue_name}"
+                target=self._run_worker,
+                args=(worker, stop, force),
+                name=f"worker-{worker.queue_name}",
             )
             for worker in self.workers
         ]
@@ -128,6 +132,16 @@ class WorkerProcessRuntime:
             connection.close()
         return self._summary(time.monotonic() - began, force.is_set())
 
+    def _run_worker(self, worker: Worker, stop: threading.Event, force: threading.Event):
+        try:
+            worker.run(stop, force)
+        except Exception:
+            # The whole process stops (and exits 1): a supervisor or an operator restarts
+            # it, rather than it running on with a queue nobody works.
+            logger.exception("the worker of %s crashed; stopping", worker.queue_name)
+            self.crashed = True
+            stop.set()
+
     def _totals(self) -> dict[str, int]:
         totals: dict[str, int] = {}
         for worker in self.workers:
@@ -143,6 +157,7 @@ class WorkerProcessRuntime:
             failed=totals.get("failed", 0),
             seconds=seconds,
             forced=forced,
+            crashed=self.crashed,
         )
 
     def _progress(self, last: int, interval: float) -> int:
@@ -189,13 +204,15 @@ class WorkerProcessRuntime:
         totals = self._totals()
 
         def beat():
-            updated = WorkerProcess.objects.using(self.settings.using).filter(
-                id=self.row.id
-            ).update(
-                jobs_held=max(0, totals.get("held", 0)),
-                jobs_running=max(0, totals.get("running", 0)),
-                jobs_processed=totals.get("processed", 0),
-                last_heartbeat_at=timezone.now(),
+            updated = (
+                WorkerProcess.objects.using(self.settings.using)
+                .filter(id=self.row.id)
+                .update(
+                    jobs_held=max(0, totals.get("held", 0)),
+                    jobs_running=max(0, totals.get("running", 0)),
+                    jobs_processed=totals.get("processed", 0),
+                    last_heartbeat_at=timezone.now(),
+                )
             )
             if not updated:  # pruned while the database was away: register again
                 self.row.last_heartbeat_at = timezone.now()
@@ -218,9 +235,9 @@ class WorkerProcessRuntime:
             give_up.set()
         try:
             retrying(
-                lambda: WorkerProcess.objects.using(self.settings.using)
-                .filter(id=self.row.id)
-                .delete(),
+                lambda: (
+                    WorkerProcess.objects.using(self.settings.using).filter(id=self.row.id).delete()
+                ),
                 what="removing the worker process row",
                 using=self.settings.using,
                 give_up=give_up,

@@ -7,14 +7,14 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
 
 from queues.api import JobQueue
 from tests.conftest import unique_queue
 from workers.api import Worker
 from workers.faults import GaveUp, retrying
 
-from .helpers import Runs, counting_handler, enqueue_jobs, running, wait_for_status
+from .helpers import Runs, counting_handler, enqueue_jobs, running, wait_for_status, wait_until
 
 
 class FlakyQueue(JobQueue):
@@ -91,3 +91,85 @@ def test_worker_carries_on_through_database_faults(caplog):
     assert all(n <= 0 for n in queue.failures.values()), f"faults not all hit: {queue.failures}"
     assert "database fault while claiming jobs" in caplog.text
     assert "database is back" in caplog.text
+
+
+def _kill_other_connections() -> int:
+    """End every other session on the test database, as a server restart would."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT id FROM information_schema.processlist "
+            "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        for pid in ids:
+            try:
+                cursor.execute(f"KILL {int(pid)}")
+            except OperationalError:
+                pass  # it ended by itself meanwhile
+        return len(ids)
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite has no server sessions")
+@pytest.mark.django_db(transaction=True)
+def test_worker_carries_on_when_its_connections_are_killed(caplog):
+    queue = JobQueue()
+    name = unique_queue("killed")
+    ids = enqueue_jobs(queue, name, 60)
+    runs = Runs()
+    worker = (
+        Worker(queue, name, counting_handler(runs, 0.02))
+        .with_poll_interval(timedelta(milliseconds=20))
+        .with_batch_size(6)
+        .with_batch_concurrency(3)
+    )
+    killed = 0
+    with caplog.at_level("WARNING", logger="workers"), running(worker):
+        for threshold in (10, 25, 40):
+            wait_until(
+                lambda t=threshold: queue.get_job_counts_by_status(name)["Completed"] >= t,
+                60,
+                "the worker stalled",
+            )
+            killed += _kill_other_connections()
+        # Nothing waits for the reaper (the lease is the default five minutes): a claim or
+        # an outcome whose connection died is written again, or found by its token.
+        wait_for_status(queue, name, "Completed", 60, 60)
+    assert killed > 0
+    assert "database fault" in caplog.text
+    counts, _ = runs.snapshot()
+    assert set(counts) == set(ids)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_committed_before_its_connection_dropped_is_not_lost():
+    class LostReply(JobQueue):
+        """The first claim commits, then its reply is lost with the connection."""
+
+        lost: list = []
+
+        def dequeue(self, queue_name, options=None, *, run_token=None):
+            jobs = super().dequeue(queue_name, options, run_token=run_token)
+            if not self.lost and jobs:
+                self.lost.extend(jobs)
+                raise OperationalError("server closed the connection unexpectedly")
+            return jobs
+
+    queue = LostReply()
+    name = unique_queue("lost_reply")
+    ids = enqueue_jobs(queue, name, 4)
+    runs = Runs()
+    worker = Worker(queue, name, counting_handler(runs, 0), batch_size=4).with_poll_interval(
+        timedelta(milliseconds=20)
+    )
+    with running(worker):
+        wait_for_status(queue, name, "Completed", 4, 30)
+    assert {job.id for job in queue.lost} == set(ids)
+    counts, _ = runs.snapshot()
+    assert counts == dict.fromkeys(ids, 1)
+    assert all(queue.get_job(job_id).attempts == 1 for job_id in ids)

@@ -131,7 +131,7 @@ class Command(BaseCommand):
         summary = runtime.run(stop, force)
         if options["verbosity"] >= 1:
             self.stdout.write(f"runworker: {summary}")
-        if summary.forced:
+        if summary.forced or summary.crashed:
             sys.exit(1)
 
     def _settings(self, options) -> ProcessSettings:
