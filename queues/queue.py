@@ -30,7 +30,12 @@ from .outcomes import (
     StaleJobRecovery,
     plan_outcome,
 )
-from .validation import normalize_id, validate_job, validate_queue_name
+from .rules import age_key as _age_key
+from .rules import claim_key as _claim_key
+from .rules import parse_job_id as _job_id
+from .rules import positive_lease as _positive
+from .rules import prepare_jobs, settle_dependencies
+from .validation import validate_queue_name
 
 #: What `start_claimed_run` did with a held job.
 STARTED, LOST, RELEASED, CANCELLED = "started", "lost", "released", "cancelled"
@@ -114,19 +119,7 @@ class JobQueue:
         return row.id
 
     def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
-        if not jobs:
-            return
-        for job in jobs:
-            if not isinstance(job, Job):
-                raise InvalidJob(f"expected a Job, got {type(job).__name__}")
-            if not isinstance(self.clock, SystemClock) and job.scheduled_at and job.created_at:
-                # A moved clock: keep the delay the job was built with.
-                job.scheduled_at = now + (job.scheduled_at - job.created_at)
-            validate_job(job, now)
-            job.created_at = now
-        ids = [job.id for job in jobs]
-        if len(set(ids)) != len(ids):
-            raise InvalidJob("the same job was given twice")
+        prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
 
     def _insert(self, jobs: list[Job], now: datetime) -> None:
         by_id = {str(job.id): job for job in jobs}
@@ -144,7 +137,7 @@ class JobQueue:
             missing = external - parents.keys()
             if missing:
                 raise InvalidWorkflow(f"unknown dependency: {sorted(missing)[0]}")
-        _settle_dependencies(jobs, by_id, parents, now)
+        settle_dependencies(jobs, by_id, parents, now)
         self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
         edges = [
             JobDependency(job_id=job.id, parent_id=UUID(p)) for job in jobs for p in job.depends_on
@@ -506,48 +499,3 @@ class JobQueue:
             completed_at=batch.completed_at,
             job_errors=errors,
         )
-
-
-def _claim_key(job: Job):
-    return (-job.priority, job.scheduled_at, str(job.id))
-
-
-def _age_key(job: Job):
-    return (job.scheduled_at, str(job.id))
-
-
-def _job_id(value) -> UUID:
-    try:
-        return UUID(normalize_id(value))
-    except InvalidWorkflow as exc:
-        raise InvalidJob(f"{value!r} is not a job id") from exc
-
-
-def _positive(lease: timedelta) -> timedelta:
-    if not isinstance(lease, timedelta) or lease <= timedelta(0):
-        raise ValueError("a lease must be a positive timedelta")
-    return lease
-
-
-def _settle_dependencies(jobs, by_id, parents, now) -> None:
-    """Each new job with dependencies starts waiting, satisfied (every parent already
-    completed) or failed (a parent already failed for good)."""
-    status_of = dict(parents)
-    changed = True
-    while changed:
-        changed = False
-        for job in jobs:
-            if not job.depends_on or job.status == JobStatus.FAILED:
-                continue
-            statuses = [status_of.get(p) or by_id[p].status for p in job.depends_on]
-            failed = [p for p, s in zip(job.depends_on, statuses, strict=True) if s in FAILURE_STATUSES]
-            if failed:
-                job.status = JobStatus.FAILED
-                job.dependency_status = DependencyStatus.FAILED
-                job.error_message = f"Dependency failed: job {failed[0]} failed"
-                job.failed_at = now
-                changed = True
-            elif all(s == JobStatus.COMPLETED for s in statuses):
-                job.dependency_status = DependencyStatus.SATISFIED
-            else:
-                job.dependency_status = DependencyStatus.WAITING
