@@ -213,6 +213,13 @@ class Job(models.Model):
             ),
         ]
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if not args and "scheduled_at" not in kwargs:
+            # One instant for both defaults: a job built now is due when it was built, also
+            # when enqueue keeps its delay on a moved clock (a MockClock).
+            self.scheduled_at = self.created_at
+
     def __str__(self) -> str:
         return f"{self.queue_name}:{self.id} ({self.status})"
 

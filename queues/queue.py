@@ -34,7 +34,7 @@ from .rules import age_key as _age_key
 from .rules import claim_key as _claim_key
 from .rules import parse_job_id as _job_id
 from .rules import positive_lease as _positive
-from .rules import prepare_jobs, settle_dependencies
+from .rules import check_outcome, prepare_jobs, settle_dependencies
 from .validation import validate_queue_name
 
 #: What `start_claimed_run` did with a held job.
@@ -271,12 +271,7 @@ class JobQueue:
 
     def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:
         """Record the outcome of `job`'s run, if it is still Running this run."""
-        if not isinstance(outcome, JobOutcome):
-            raise TypeError("outcome must be a JobOutcome")
-        if outcome.kind == "completed" and outcome.result is not None:
-            from .validation import _check_json
-
-            _check_json(outcome.result, "result")
+        check_outcome(outcome)
         if job.run_token is None:
             return None
         now = self.now()

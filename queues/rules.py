@@ -10,7 +10,8 @@ from uuid import UUID
 from .enums import FAILURE_STATUSES, DependencyStatus, JobStatus
 from .exceptions import InvalidJob, InvalidWorkflow
 from .models import Job
-from .validation import normalize_id, validate_job
+from .outcomes import JobOutcome
+from .validation import _check_json, normalize_id, validate_job
 
 
 def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
@@ -80,3 +81,11 @@ def positive_lease(lease: timedelta) -> timedelta:
     if not isinstance(lease, timedelta) or lease <= timedelta(0):
         raise ValueError("a lease must be a positive timedelta")
     return lease
+
+
+def check_outcome(outcome: JobOutcome) -> None:
+    """Refuse an outcome that is not a `JobOutcome`, or whose result cannot be stored."""
+    if not isinstance(outcome, JobOutcome):
+        raise TypeError("outcome must be a JobOutcome")
+    if outcome.kind == "completed" and outcome.result is not None:
+        _check_json(outcome.result, "result")
