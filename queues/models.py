@@ -213,11 +213,11 @@ class Job(models.Model):
             ),
         ]
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        # A new job is due when it is built: one instant for both, so that the delay
+        # (scheduled_at - created_at) is exactly zero unless the caller set one.
         if not args and "scheduled_at" not in kwargs:
-            # One instant for both defaults: a job built now is due when it was built, also
-            # when enqueue keeps its delay on a moved clock (a MockClock).
             self.scheduled_at = self.created_at
 
     def __str__(self) -> str:
