@@ -15,14 +15,12 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from ..clock import MockClock, SystemClock
-from ..engine.graph import Change
-from ..enums import FAILURE_STATUSES, DependencyStatus, JobStatus
-from ..exceptions import InvalidJob, InvalidJobTransition, JobNotFound
+from ..enums import FAILURE_STATUSES, JobStatus
+from ..exceptions import InvalidJobTransition, JobNotFound
 from ..groups import BatchResult, JobBatch, JobGroup
-from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
+from ..models import Job, QueuePause, ReaperRun
 from ..options import DequeueOptions
 from ..outcomes import (
-    LEASE_EXPIRED_ERROR,
     JobOutcome,
     RecordedOutcome,
     StaleJobRecovery,
@@ -31,11 +29,21 @@ from ..outcomes import (
 from ..queue import CANCELLED, LOST, RELEASED, STARTED
 from ..rules import (
     age_key,
+    batch_result,
+    batch_row,
     check_outcome,
+    check_retry_time,
     claim_key,
+    fail_for_good_fields,
+    note_recovery,
     parse_job_id,
     positive_lease,
     prepare_jobs,
+    reaper_outcome,
+    reaper_run_row,
+    record_effects,
+    retry_fields,
+    workflow_row,
 )
 from ..validation import validate_queue_name
 from .store import Store, copied, write
@@ -83,11 +91,7 @@ class TestQueue:
         group.validate()
         now = self.now()
         self._prepare(group.jobs, now)
-        workflow = Workflow(
-            id=group.id, name=group.name, failure_policy=group.failure_policy, created_at=now
-        )
-        for job in group.jobs:
-            job.workflow_id = workflow.id
+        workflow = workflow_row(group, now)
         with self._lock:
             self._store.insert(group.jobs, now, workflow)
         return workflow.id
@@ -96,15 +100,7 @@ class TestQueue:
         batch.validate()
         now = self.now()
         self._prepare(batch.jobs, now)
-        row = Batch(
-            id=batch.id,
-            name=batch.name,
-            failure_mode=batch.partial_failure_mode,
-            metadata=batch.metadata,
-            created_at=now,
-        )
-        for job in batch.jobs:
-            job.batch_id = row.id
+        row = batch_row(batch, now)
         with self._lock:
             self._store.insert(batch.jobs, now, row)
         return row.id
@@ -226,17 +222,7 @@ class TestQueue:
         if stored is None:
             return None
         write(stored, plan.fields)
-        for name, value in plan.fields.items():
-            setattr(job, name, value)
-        recorded = RecordedOutcome(status=plan.status, next_run_at=plan.next_run_at)
-        changes: list[Change] = [(job.batch_id, job.workflow_id, JobStatus.RUNNING, plan.status)]
-        if plan.completed:
-            recorded.unblocked = store.release_dependents(job.id)
-        if plan.terminal_failure:
-            recorded.cancelled, more = store.after_terminal_failure(job, now)
-            changes += more
-        store.apply_tallies(changes, now)
-        return recorded
+        return record_effects(store, job, plan, now)
 
     # Reaper -----------------------------------------------------------------------------
     def requeue_stale_jobs(
@@ -250,26 +236,12 @@ class TestQueue:
         now = self.now()
         with self._lock:
             for job in copied(self._store.expired_leases(now, queue_name)):
-                if job.attempts >= job.max_attempts:
-                    outcome = JobOutcome.dead(LEASE_EXPIRED_ERROR)
-                else:
-                    outcome = JobOutcome.retry(now, LEASE_EXPIRED_ERROR)
-                recorded = self._record(job, outcome, now)
-                if recorded is None:
-                    continue
-                if recorded.status == JobStatus.DEAD:
-                    recovery.dead.append(job.id)
-                else:
-                    recovery.requeued.append(job.id)
-            runs = self._store.reaper_runs
-            runs.append(ReaperRun(
-                id=len(runs) + 1,
-                ran_at=now,
-                ran_by=ran_by[:255],
-                queue_name=queue_name,
-                requeued_ids=[str(i) for i in recovery.requeued],
-                dead_ids=[str(i) for i in recovery.dead],
-            ))
+                recorded = self._record(job, reaper_outcome(job, now), now)
+                if recorded is not None:
+                    note_recovery(recovery, job.id, recorded)
+            run = reaper_run_row(recovery, now, ran_by, queue_name)
+            run.id = len(self._store.reaper_runs) + 1
+            self._store.reaper_runs.append(run)
         return recovery
 
     # Pause ------------------------------------------------------------------------------
@@ -314,23 +286,13 @@ class TestQueue:
     def retry_job(self, job_id: UUID | str, at: datetime | None = None) -> None:
         """Back to Pending, scheduled at `at` (default now). A terminal job gets its attempts
         back; a Running job's current run is fenced out."""
-        if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
-            raise InvalidJob("retry time must be a timezone-aware datetime")
+        check_retry_time(at)
         now = self.now()
         job_id = parse_job_id(job_id)
         with self._lock:
             job = self._store.locked(job_id)
-            if job.status in (JobStatus.COMPLETED, JobStatus.ARCHIVED) and not job.cron_schedule:
-                raise InvalidJobTransition(f"job {job.id} is {job.status}; it cannot be retried")
+            fields = retry_fields(job, at or now, lambda: self._store.blocked(job.id))
             old = job.status
-            fields = {**_RUN_CLEARED, "status": JobStatus.PENDING, "scheduled_at": at or now}
-            if old in FAILURE_STATUSES:
-                fields.update(attempts=0, failed_at=None, timed_out_at=None)
-            if job.dependency_status == DependencyStatus.FAILED:
-                blocked = self._store.blocked(job.id)
-                fields["dependency_status"] = (
-                    DependencyStatus.WAITING if blocked else DependencyStatus.SATISFIED
-                )
             write(job, fields)
             change = (job.batch_id, job.workflow_id, old, JobStatus.PENDING)
             self._store.apply_tallies([change], now)
@@ -348,11 +310,9 @@ class TestQueue:
         job_id = parse_job_id(job_id)
         with self._lock:
             job = self._store.locked(job_id)
-            if job.status not in (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING):
-                raise InvalidJobTransition(f"job {job.id} is {job.status}, not Pending or Running")
+            fields = fail_for_good_fields(job, status, reason, now)
             old = job.status
-            write(job, {"status": status, "error_message": reason, "failed_at": now,
-                        "run_token": None, "lease_expires_at": None, "recurring": False})
+            write(job, fields)
             _, changes = self._store.after_terminal_failure(job, now)
             self._store.apply_tallies([(job.batch_id, job.workflow_id, old, status), *changes], now)
 
@@ -392,14 +352,4 @@ class TestQueue:
             if batch.failed_jobs:
                 failed = [j for j in self._store.in_batch(batch_id) if j.status in FAILURE_STATUSES]
                 errors = {j.id: j.error_message for j in sorted(failed, key=claim_key)[:1000]}
-            return BatchResult(
-                batch_id=batch.id,
-                status=batch.status,
-                total_jobs=batch.total_jobs,
-                completed_jobs=batch.completed_jobs,
-                failed_jobs=batch.failed_jobs,
-                pending_jobs=batch.pending_jobs,
-                created_at=batch.created_at,
-                completed_at=batch.completed_at,
-                job_errors=errors,
-            )
+            return batch_result(batch, errors)
