@@ -336,6 +336,12 @@ class TestQueue:
                     counts[job.status] += 1
         return counts
 
+    def get_all_jobs(self) -> list[Job]:
+        """Every job of every queue, oldest first (TestQueue only, as in Hammerwork)."""
+        with self._lock:
+            jobs = self._store.jobs.values()
+            return copied(sorted(jobs, key=lambda job: (job.created_at, str(job.id))))
+
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
         batch_id = parse_job_id(batch_id)
         with self._lock:

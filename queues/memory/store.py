@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
+
+from django.utils import timezone
 
 from ..engine.graph import Change, batch_state, tally, workflow_state
 from ..enums import (
@@ -30,6 +33,7 @@ from ..rules import claim_key, settle_dependencies
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
 _JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on")
+_COLUMNS = Job._meta.concrete_fields
 _CLAIMABLE_DEPENDENCY = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
 
 
@@ -39,10 +43,21 @@ def copied(obj):
 
 
 def write(job: Job, fields: dict) -> None:
-    """Set columns of a stored job, JSON columns as the database would store them."""
+    """Set columns of a stored job as the database would store them: JSON columns through a
+    JSON round trip, times in UTC."""
     for name, value in fields.items():
         if name in _JSON_FIELDS and value is not None:
             value = json.loads(json.dumps(value))
+        elif isinstance(value, datetime):
+            if timezone.is_naive(value):  # as Django's DateTimeField takes it
+                warnings.warn(
+                    f"DateTimeField Job.{name} received a naive datetime ({value}) while time "
+                    "zone support is active.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                value = timezone.make_aware(value)
+            value = value.astimezone(UTC)
         setattr(job, name, value)
 
 
@@ -94,7 +109,7 @@ class Store:
             self.workflows[group.id] = copied(group)
         for job in jobs:
             stored = copied(job)
-            write(stored, {name: getattr(job, name) for name in _JSON_FIELDS})
+            write(stored, {field.attname: getattr(job, field.attname) for field in _COLUMNS})
             self.jobs[job.id] = stored
             self.parents[job.id] = [UUID(p) for p in job.depends_on]
             for parent in self.parents[job.id]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -277,3 +277,22 @@ def test_concurrent_outcomes_keep_the_batch_tallies(queue):
     status = queue.get_batch_status(batch.id)
     assert (status.completed_jobs, status.failed_jobs) == (148, 52)
     assert status.status == BatchStatus.PARTIALLY_FAILED
+
+
+def test_times_are_stored_in_utc(queue):
+    paris = timezone(timedelta(hours=1))
+    job = Job(queue_name="q", scheduled_at=T0.astimezone(paris), created_at=T0.astimezone(paris))
+    queue.enqueue(job)
+    assert queue.get_job(job.id).scheduled_at.tzinfo == UTC
+    run = queue.dequeue_one("q")
+    queue.finish_job_run(run, JobOutcome.retry(T0.astimezone(paris) + timedelta(hours=1)))
+    stored = queue.get_job(job.id)
+    assert stored.scheduled_at == T0 + timedelta(hours=1) and stored.scheduled_at.tzinfo == UTC
+
+
+def test_a_naive_time_is_taken_as_django_takes_it(queue):
+    queue.enqueue(Job(queue_name="q"))
+    run = queue.dequeue_one("q")
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        queue.finish_job_run(run, JobOutcome.retry(datetime(2030, 1, 1, 13, 0)))
+    assert queue.get_job(run.id).scheduled_at == datetime(2030, 1, 1, 13, 0, tzinfo=UTC)
