@@ -86,9 +86,9 @@ class Twins:
             )
             assert self.db.is_queue_paused(queue) == self.mem.is_queue_paused(queue)
         for batch in Batch.objects.all():
-            mem = self.mem.get_batch_status(batch.id)
-            db = self.db.get_batch_status(batch.id)
-            assert mem == db
+            assert self.mem.get_batch_status(batch.id) == self.db.get_batch_status(batch.id)
+            db_jobs = [job.id for job in self.db.get_batch_jobs(batch.id)]
+            assert [job.id for job in self.mem.get_batch_jobs(batch.id)] == db_jobs
         for workflow in Workflow.objects.all():
             assert _group_state(workflow) == _group_state(self.mem._store.workflows[workflow.id])
 
@@ -182,14 +182,17 @@ class Twins:
             "enable_recurring_job", "disable_recurring_job",
         ])
         job_id = self.rng.choice(self.ids)
-        self.both(name, job_id)
+        if name == "retry_job" and self.rng.random() < 0.5:
+            self.both(name, job_id, self.db.now() + timedelta(seconds=self.rng.randint(-5, 60)))
+        else:
+            self.both(name, job_id)
 
     def step(self) -> None:
         rng = self.rng
         choice = rng.choices(
             ["enqueue", "workflow", "batch", "dequeue", "finish", "release", "heartbeat",
-             "start", "advance", "reap", "pause", "operator"],
-            weights=[4, 2, 2, 6, 6, 1, 1, 2, 3, 1, 1, 2],
+             "start", "advance", "reap", "pause", "operator", "heartbeat_many", "refused"],
+            weights=[4, 2, 2, 6, 6, 1, 1, 2, 3, 1, 1, 3, 1, 1],
         )[0]
         if choice == "enqueue":
             self.enqueue()
@@ -205,6 +208,18 @@ class Twins:
             self.run_call("release_job_run")
         elif choice == "heartbeat":
             self.run_call("heartbeat_job", timedelta(seconds=30))
+        elif choice == "heartbeat_many":
+            runs = rng.sample(self.runs, min(len(self.runs), 4))
+            db, mem = self.both(
+                "heartbeat_jobs",
+                [db for db, _ in runs],
+                timedelta(seconds=40),
+                mem_args=([mem for _, mem in runs], timedelta(seconds=40)),
+            )
+            assert db == mem
+        elif choice == "refused":
+            jobs = [self.new_job(), Job(queue_name="a", max_attempts=0)]
+            self.both("enqueue_many", jobs, mem_args=(copy.deepcopy(jobs),))
         elif choice == "start":
             self.run_call("start_claimed_run")
         elif choice == "advance":
@@ -224,8 +239,8 @@ class Twins:
             self.operator()
 
 
-SEEDS = int(os.environ.get("HAMMERWEB_PARITY_SEEDS", "4"))
-STEPS = int(os.environ.get("HAMMERWEB_PARITY_STEPS", "100"))
+SEEDS = int(os.environ.get("HAMMERWEB_PARITY_SEEDS", "3"))
+STEPS = int(os.environ.get("HAMMERWEB_PARITY_STEPS", "80"))
 
 
 @pytest.mark.django_db
