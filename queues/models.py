@@ -57,7 +57,9 @@ class Batch(models.Model):
         max_length=20, choices=BatchStatus.choices, default=BatchStatus.PENDING
     )
     failure_mode = models.CharField(
-        max_length=20, choices=PartialFailureMode.choices, default=PartialFailureMode.CONTINUE_ON_ERROR
+        max_length=20,
+        choices=PartialFailureMode.choices,
+        default=PartialFailureMode.CONTINUE_ON_ERROR,
     )
     total_jobs = models.PositiveIntegerField(default=0)
     completed_jobs = models.PositiveIntegerField(default=0)
@@ -196,7 +198,11 @@ class Job(models.Model):
             ),
             models.CheckConstraint(
                 condition=~Q(status=JobStatus.RUNNING)
-                | Q(run_token__isnull=False, lease_expires_at__isnull=False, started_at__isnull=False),
+                | Q(
+                    run_token__isnull=False,
+                    lease_expires_at__isnull=False,
+                    started_at__isnull=False,
+                ),
                 name="job_running_has_lease",
             ),
             models.CheckConstraint(
@@ -255,6 +261,9 @@ class JobDependency(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "parent"], name="job_dependency_unique"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} waits for {self.parent_id}"
 
 
 class QueuePause(models.Model):

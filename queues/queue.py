@@ -215,9 +215,11 @@ class JobQueue:
                 by_token.setdefault(job.run_token, []).append(job.id)
         extended = 0
         for token, ids in by_token.items():
-            extended += self._jobs().filter(
-                id__in=ids, status=JobStatus.RUNNING, run_token=token
-            ).update(lease_expires_at=expires, last_heartbeat_at=now)
+            extended += (
+                self._jobs()
+                .filter(id__in=ids, status=JobStatus.RUNNING, run_token=token)
+                .update(lease_expires_at=expires, last_heartbeat_at=now)
+            )
         return extended
 
     def release_job_run(self, job: Job) -> bool:
@@ -286,7 +288,9 @@ class JobQueue:
         return record_effects(self._graph, job, plan, now)
 
     # Reaper -----------------------------------------------------------------------------
-    def requeue_stale_jobs(self, queue_name: str | None = None, ran_by: str = "") -> StaleJobRecovery:
+    def requeue_stale_jobs(
+        self, queue_name: str | None = None, ran_by: str = ""
+    ) -> StaleJobRecovery:
         """Take back Running jobs whose lease expired: Pending again, or Dead when their
         attempts are used up. Records a `ReaperRun`."""
         if queue_name is not None:

@@ -26,7 +26,12 @@ def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
     for job in jobs:
         if not isinstance(job, Job):
             raise InvalidJob(f"expected a Job, got {type(job).__name__}")
-        if rebase and job.scheduled_at and job.created_at:
+        if (
+            rebase
+            and isinstance(job.scheduled_at, datetime)
+            and isinstance(job.created_at, datetime)
+            and job.scheduled_at.tzinfo is not None
+        ):
             # A moved clock: keep the delay the job was built with.
             job.scheduled_at = now + (job.scheduled_at - job.created_at)
         validate_job(job, now)

@@ -14,11 +14,19 @@ from tests.conftest import unique_queue
 __all__ = ["aged_job", "unique_queue"]
 
 
+def pytest_collection_modifyitems(items):
+    # The database variant commits for real (threads and other connections must see its
+    # rows), so it gets a transactional database; the memory variant needs none.
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("queue") == "db":
+            item.add_marker(pytest.mark.django_db(transaction=True))
+
+
 @pytest.fixture(params=["db", "memory"])
 def queue(request):
     """A queue with a clock the test can move (`queue.clock.advance(...)`)."""
     if request.param == "db":
-        request.getfixturevalue("transactional_db")
         yield JobQueue(clock=MockClock())
         connection.close()
     else:

@@ -229,7 +229,7 @@ def test_concurrent_batch_claims_never_double_claim(queue):
                 else:
                     empty_polls += 1
                     threading.Event().wait(0.005)
-        except BaseException as exc:  # reported below, in the test's thread
+        except BaseException as exc:  # reported below, in the test thread
             errors.append(exc)
         finally:
             connection.close()
