@@ -430,7 +430,10 @@ class JobQueue:
         return counts
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
-        return list(self._jobs().filter(batch_id=_job_id(batch_id)).order_by("created_at", "id"))
+        jobs = self._jobs().filter(batch_id=_job_id(batch_id))
+        # Sorted here, not in SQL: MariaDB orders its native UUIDs by their last group first,
+        # and every queue must list a batch in the same order.
+        return sorted(jobs, key=lambda job: (job.created_at, str(job.id)))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
         batch = Batch.objects.using(self.using).filter(id=_job_id(batch_id)).first()

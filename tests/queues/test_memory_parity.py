@@ -56,6 +56,7 @@ class Twins:
         self.mem = TestQueue(clock=MockClock(T0), rng=random.Random(seed))
         self.rng = random.Random(seed)
         self.ids: list = []
+        self.serial = 0
         self.runs: list[tuple[Job, Job]] = []  # the same run, as each queue handed it out
         self.batches: list = []
 
@@ -102,7 +103,12 @@ class Twins:
             payload={"n": rng.randint(0, 9)},
             **extra,
         )
-        job.scheduled_at = job.created_at + timedelta(seconds=rng.choice([-30, 0, 0, 20]))
+        # Distinct due times: the order of jobs due at the same instant is the vendor's id
+        # order (MariaDB compares its native UUIDs group by group from the end), not a rule.
+        self.serial += 1
+        job.scheduled_at = job.created_at + timedelta(
+            seconds=rng.choice([-30, 0, 0, 20]), microseconds=self.serial
+        )
         if rng.random() < 0.3:
             job.retry_strategy = RetryStrategy.fixed(timedelta(seconds=rng.randint(1, 30)))
         if rng.random() < 0.1:
