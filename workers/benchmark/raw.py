@@ -67,16 +67,24 @@ class RawLoop:
             import psycopg
 
             return psycopg.connect(
-                dbname=s["NAME"], user=s.get("USER") or None, password=s.get("PASSWORD") or None,
-                host=s.get("HOST") or None, port=s.get("PORT") or None, autocommit=True,
+                dbname=s["NAME"],
+                user=s.get("USER") or None,
+                password=s.get("PASSWORD") or None,
+                host=s.get("HOST") or None,
+                port=s.get("PORT") or None,
+                autocommit=True,
             )
         if self.vendor == "mysql":
             import MySQLdb
 
             return MySQLdb.connect(
-                db=s["NAME"], user=s.get("USER") or "", passwd=s.get("PASSWORD") or "",
-                host=s.get("HOST") or "localhost", port=int(s.get("PORT") or 3306),
-                charset="utf8mb4", autocommit=False,
+                db=s["NAME"],
+                user=s.get("USER") or "",
+                passwd=s.get("PASSWORD") or "",
+                host=s.get("HOST") or "localhost",
+                port=int(s.get("PORT") or 3306),
+                charset="utf8mb4",
+                autocommit=False,
             )
         import sqlite3
 
@@ -90,8 +98,13 @@ class RawLoop:
         now = datetime.now(UTC)
         token = uuid.uuid4()
         if self.vendor == "postgresql":
-            params = {"queue": queue, "limit": batch, "now": now, "lease_expires_at": now + LEASE,
-                      "token": token}
+            params = {
+                "queue": queue,
+                "limit": batch,
+                "now": now,
+                "lease_expires_at": now + LEASE,
+                "token": token,
+            }
             with conn.transaction():
                 ids = [row[0] for row in conn.execute(self.claim_sql, params).fetchall()]
             if ids:
@@ -125,8 +138,13 @@ class RawLoop:
         conn.execute("BEGIN IMMEDIATE")
         rows = conn.execute(
             claim,
-            {"queue": queue, "limit": batch, "now": text(now),
-             "lease_expires_at": text(now + LEASE), "token": token.hex},
+            {
+                "queue": queue,
+                "limit": batch,
+                "now": text(now),
+                "lease_expires_at": text(now + LEASE),
+                "token": token.hex,
+            },
         ).fetchall()
         conn.execute("COMMIT")
         ids = [row[0] for row in rows]

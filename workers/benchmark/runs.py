@@ -89,8 +89,14 @@ def worker_rate(queue: JobQueue, count: int, label: str, size: int, concurrency:
 
     name = fresh_queue("worker")
     fill(queue, name, count)
-    worker = Worker(queue, name, lambda job: None, poll_interval=timedelta(milliseconds=10),
-                    batch_size=size, batch_concurrency=concurrency)
+    worker = Worker(
+        queue,
+        name,
+        lambda job: None,
+        poll_interval=timedelta(milliseconds=10),
+        batch_size=size,
+        batch_concurrency=concurrency,
+    )
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
     began = time.perf_counter()

@@ -70,17 +70,27 @@ class Command(BaseCommand):
                 ratio = f"{f.rate / single:.1f}x single"
             elif f.group in ("claim+complete", "worker") and raw_100:
                 ratio = f"{f.rate / raw_100:.0%} of raw batch 100"
-            rows.append({"group": f.group, "label": f.label, "jobs": f.jobs,
-                         "seconds": round(f.seconds, 4), "jobs_per_second": round(f.rate, 1),
-                         "ratio": ratio})
-        meta = {"vendor": connection.vendor, "database": connection.display_name,
-                "python": platform.python_version(), "jobs": jobs}
+            rows.append(
+                {
+                    "group": f.group,
+                    "label": f.label,
+                    "jobs": f.jobs,
+                    "seconds": round(f.seconds, 4),
+                    "jobs_per_second": round(f.rate, 1),
+                    "ratio": ratio,
+                }
+            )
+        meta = {
+            "vendor": connection.vendor,
+            "database": connection.display_name,
+            "python": platform.python_version(),
+            "jobs": jobs,
+        }
         if as_json:
             self.stdout.write(json.dumps({"meta": meta, "figures": rows}, indent=2))
             return
         self.stdout.write(f"{meta['database']} ({meta['vendor']}), {jobs} jobs per figure")
         self.stdout.write(f"{'group':<16}{'measurement':<36}{'jobs/s':>10}  ratio")
         for row in rows:
-            self.stdout.write(
-                f"{row['group']:<16}{row['label']:<36}{row['jobs_per_second']:>10.0f}  {row['ratio']}"
-            )
+            rate = row["jobs_per_second"]
+            self.stdout.write(f"{row['group']:<16}{row['label']:<36}{rate:>10.0f}  {row['ratio']}")
