@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db.models import Count, F
+from django.db.models import F
 
 from .clock import SYSTEM_CLOCK, SystemClock
+from .counts import counts_by_queue
 from .engine import dialect_for
 from .engine.graph import Change, Graph
 from .enums import FAILURE_STATUSES, JobStatus, PartialFailureMode
@@ -478,17 +479,10 @@ class JobQueue:
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
-        counts = dict.fromkeys(JobStatus.values, 0)
-        rows = (
-            self._jobs()
-            .filter(queue_name=queue_name)
-            .order_by()
-            .values_list("status")
-            .annotate(n=Count("id"))
-        )
-        for status, n in rows:
-            counts[status] = n
-        return counts
+        """Exact counts, read from the trigger-kept `JobCount` rows (a few rows, never a
+        scan of the jobs table)."""
+        counts = counts_by_queue(self.using, queue_name)
+        return counts.get(queue_name) or dict.fromkeys(JobStatus.values, 0)
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
         jobs = self._jobs().filter(batch_id=_job_id(batch_id))
