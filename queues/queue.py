@@ -7,6 +7,7 @@ the run's id, status and token, so a stale run changes nothing.
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from collections.abc import Iterable, Sequence
@@ -283,8 +284,7 @@ class JobQueue:
         if job.run_token is None:
             return None
         now = self.now()
-        recorded = self._atomic(lambda: self._record(job, outcome, now))
-        return recorded
+        return self._on_copies([job], lambda jobs: self._record(jobs[0], outcome, now))
 
     def finish_job_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]]
@@ -297,7 +297,25 @@ class JobQueue:
         if not finished:
             return []
         now = self.now()
-        return self._atomic(lambda: self._record_many(list(finished), now))
+        outcomes = [outcome for _, outcome in finished]
+        return self._on_copies(
+            [job for job, _ in finished],
+            lambda jobs: self._record_many(list(zip(jobs, outcomes, strict=True)), now),
+        )
+
+    def _on_copies(self, jobs: list[Job], write):
+        """Run `write(copies of jobs)` in a transaction; the jobs take the new values only
+        once it committed. A transaction that fails (a dropped connection, a deadlock
+        retried) must leave them as they were, or a retry would take the run for stale."""
+
+        def work():
+            copies = [copy.copy(job) for job in jobs]
+            return copies, write(copies)
+
+        copies, result = self._atomic(work)
+        for job, written in zip(jobs, copies, strict=True):
+            job.__dict__.update(written.__dict__)
+        return result
 
     def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)

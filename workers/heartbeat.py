@@ -37,7 +37,7 @@ def beat_until(
                 retrying(
                     lambda current=current: queue.heartbeat_jobs(current, lease),
                     what="extending leases",
-                    using=queue.using,
+                    using=getattr(queue, "using", "default"),
                     give_up=finished,
                 )
             except GaveUp:

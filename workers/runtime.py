@@ -10,6 +10,7 @@ with, the tokens only if it was not run.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -31,6 +32,9 @@ class WorkerRun:
     def __init__(self, worker, stop: threading.Event, force: threading.Event) -> None:
         self.worker = worker
         self.queue = worker.queue
+        # A TestQueue (in memory) has no database alias and no connection to lose.
+        self.using = getattr(self.queue, "using", "default")
+        self.tokens = "run_token" in inspect.signature(self.queue.dequeue).parameters
         self.stop = stop
         self.force = force
         self.cond = threading.Condition()
@@ -44,7 +48,7 @@ class WorkerRun:
         self.options = options.with_priority_weights(worker.priority_weights)
 
     def _db(self, fn, what: str, give_up: threading.Event):
-        return retrying(fn, what=what, using=self.queue.using, give_up=give_up)
+        return retrying(fn, what=what, using=self.using, give_up=give_up)
 
     # The run ----------------------------------------------------------------------------
     def run(self) -> None:
@@ -71,7 +75,7 @@ class WorkerRun:
             finally:
                 self.finished.set()
                 self.loop.close()
-                close_connection(self.queue.using)
+                close_connection(self.using)
 
     def _watch(self) -> None:
         """Turn the caller's stop (or force) into a wake-up of whoever waits on `cond`."""
@@ -157,15 +161,17 @@ class WorkerRun:
         def claim() -> list[Job]:
             nonlocal tries
             tries += 1
-            if tries > 1:
-                jobs = Job.objects.using(self.queue.using).filter(
+            if tries > 1 and self.tokens:
+                jobs = Job.objects.using(self.using).filter(
                     queue_name=self.worker.queue_name, status=JobStatus.RUNNING, run_token=token
                 )
                 found = list(jobs.order_by("-priority", "scheduled_at", "id"))
                 if found:
                     logger.warning("found %d jobs of a claim whose reply was lost", len(found))
                     return found
-            return self.queue.dequeue(self.worker.queue_name, options, run_token=token)
+            if self.tokens:
+                return self.queue.dequeue(self.worker.queue_name, options, run_token=token)
+            return self.queue.dequeue(self.worker.queue_name, options)
 
         return claim
 

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from queues.api import Job, JobQueue, JobStatus, RetryStrategy
+from queues.api import Job, JobQueue, JobStatus, RetryStrategy, TestQueue
 from tests.conftest import unique_queue
 from workers.api import Worker, dispatch, job_handler
 from workers.registry import unregister
@@ -176,3 +176,11 @@ def test_worker_threads_close_their_connections():
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
         )
         assert cursor.fetchone()[0] == 1, "a worker thread left its connection open"
+
+
+def test_a_worker_runs_on_a_test_queue_too():
+    queue = TestQueue()
+    name = unique_queue("memory")
+    ids = queue.enqueue_many([Job(queue_name=name, payload={"n": n}) for n in range(6)])
+    run_until(queue, name, "Completed", 6, lambda job: job.payload["n"], batch_size=4)
+    assert [queue.get_job(i).result for i in ids] == list(range(6))
