@@ -19,7 +19,7 @@ from .enums import JobStatus
 from .models import Job
 
 PAGE_SIZE = 50
-SEARCH_WINDOW = 5_000
+SEARCH_WINDOW = 2_000
 
 
 @dataclass
@@ -85,7 +85,10 @@ def list_jobs(flt: JobFilter, cursor: str = "", present: set[str] | None = None,
         if flt.priority is not None:
             rows = rows.filter(priority=flt.priority)
         if after:
-            rows = rows.filter(Q(created_at__lt=after[0]) | Q(created_at=after[0], id__lt=after[1]))
+            # The <= bound is what the index can range over; the OR only breaks ties.
+            rows = rows.filter(created_at__lte=after[0]).filter(
+                Q(created_at__lt=after[0]) | Q(id__lt=after[1])
+            )
         if flt.search:
             rows = _searched(rows, flt, status)
         found += rows.order_by("-created_at", "-id")[: size + 1]

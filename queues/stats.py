@@ -5,10 +5,11 @@ OFFSET), so the pages stay fast on a table of a million jobs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from django.db.models import Count, Q
-from django.db.models.functions import TruncMinute
+from django.db import connections
+from django.db.models import CharField, Count, Q
+from django.db.models.functions import Cast, Substr
 from django.utils import timezone
 
 from .enums import JobStatus
@@ -24,6 +25,9 @@ STATUS_COLUMNS = [
     JobStatus.TIMED_OUT,
 ]
 SPARK_MINUTES = 30
+#: Counts stop at this many (shown as "10k+"): exact counts of millions of rows would cost
+#: a scan each time the page polls.
+COUNT_CAP = 10_000
 #: A worker whose heartbeat is older than this is shown as stale.
 WORKER_STALE_AFTER = timedelta(seconds=60)
 
@@ -38,91 +42,112 @@ class QueueRow:
     pause: QueuePause | None = None
 
     @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-    @property
-    def status_cells(self) -> list[tuple[str, int]]:
-        return [(s.value, self.counts.get(s.value, 0)) for s in STATUS_COLUMNS]
+    def status_cells(self) -> list[tuple[str, int, bool]]:
+        """(status, count, capped) per status column; a capped count means "at least"."""
+        return [count_cell(s, self.counts.get(s.value, 0)) for s in STATUS_COLUMNS]
 
 
 @dataclass
 class Overview:
     queues: list[QueueRow]
-    totals: dict[str, int]
     last_minute: int
     workers_alive: int
 
     @property
-    def total_cells(self) -> list[tuple[str, int]]:
-        return [(s.value, self.totals.get(s.value, 0)) for s in STATUS_COLUMNS]
+    def total_cells(self) -> list[tuple[str, int, bool]]:
+        cells = []
+        for status in STATUS_COLUMNS:
+            counts = [q.counts.get(status.value, 0) for q in self.queues]
+            capped = any(n > COUNT_CAP for n in counts)
+            cells.append((status.value, sum(min(n, COUNT_CAP) for n in counts), capped))
+        return cells
+
+
+def count_cell(status: JobStatus, n: int) -> tuple[str, int, bool]:
+    return (status.value, min(n, COUNT_CAP), n > COUNT_CAP)
+
+
+def queue_names(limit: int = 200) -> list[str]:
+    """The distinct queue names, one index seek each (a loose index scan): no scan of the
+    table however many jobs each queue holds."""
+    names: list[str] = []
+    last = ""
+    jobs = Job.objects.order_by("queue_name").values_list("queue_name", flat=True)
+    while len(names) < limit:
+        name = jobs.filter(queue_name__gt=last).first()
+        if name is None:
+            break
+        names.append(name)
+        last = name
+    return names
+
+
+def queue_counts(name: str, using: str = "default") -> dict[str, int]:
+    """Jobs per status in `name`, exact up to COUNT_CAP (above it COUNT_CAP + 1: "at least").
+
+    Each count reads at most COUNT_CAP + 1 entries of the (queue_name, status, created_at)
+    index, so a queue of millions costs no more than one of ten thousand; the counts of all
+    statuses travel in one statement (a UNION ALL of the ORM's own capped subqueries)."""
+    terms, params = [], []
+    for status in STATUS_COLUMNS:
+        # status is in the index; selecting the primary key would read the table.
+        capped = (
+            Job.objects.using(using)
+            .filter(queue_name=name, status=status)
+            .order_by()
+            .values_list("status")[: COUNT_CAP + 1]
+        )
+        sql, sub_params = capped.query.sql_with_params()
+        terms.append(f"SELECT COUNT(*) FROM ({sql}) capped_{len(terms)}")
+        params.extend(sub_params)
+    with connections[using].cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(terms), params)
+        counts = [row[0] for row in cursor.fetchall()]
+    return {status.value: n for status, n in zip(STATUS_COLUMNS, counts, strict=True)}
 
 
 def overview(now: datetime | None = None) -> Overview:
     now = now or timezone.now()
-    rows: dict[str, QueueRow] = {}
-
-    def row(name: str) -> QueueRow:
-        if name not in rows:
-            rows[name] = QueueRow(name)
-        return rows[name]
-
-    # One aggregate over the (queue_name, status, created_at) index.
-    counts = Job.objects.order_by().values_list("queue_name", "status").annotate(n=Count("*"))
-    for name, status, n in counts:
-        row(name).counts[status] = n
-    for pause in QueuePause.objects.all():
-        row(pause.queue_name).pause = pause
-    _add_throughput(rows, row, now)
-    for name, r in rows.items():
-        if r.counts.get(JobStatus.PENDING):
-            r.oldest_pending_at = (
+    pauses = {p.queue_name: p for p in QueuePause.objects.all()}
+    names = sorted(set(queue_names()) | pauses.keys())
+    rows = []
+    for name in names:
+        row = QueueRow(name, counts=queue_counts(name), pause=pauses.get(name))
+        row.spark, row.last_minute = throughput(name, now)
+        if row.counts[JobStatus.PENDING]:
+            row.oldest_pending_at = (
                 Job.objects.filter(queue_name=name, status=JobStatus.PENDING)
                 .order_by("created_at")
                 .values_list("created_at", flat=True)
                 .first()
             )
-    totals: dict[str, int] = {}
-    for r in rows.values():
-        for status, n in r.counts.items():
-            totals[status] = totals.get(status, 0) + n
+        rows.append(row)
     alive = WorkerProcess.objects.filter(last_heartbeat_at__gte=now - WORKER_STALE_AFTER).count()
-    ordered = sorted(rows.values(), key=lambda r: r.name)
-    return Overview(ordered, totals, sum(r.last_minute for r in ordered), alive)
+    return Overview(rows, sum(r.last_minute for r in rows), alive)
 
 
-def _add_throughput(rows, row, now: datetime) -> None:
-    """Completions per queue per minute over the last SPARK_MINUTES, from the
-    (status, completed_at) index."""
+def throughput(name: str, now: datetime) -> tuple[list[int], int]:
+    """Completions of queue `name` per minute over the last SPARK_MINUTES (oldest first),
+    and in the last 60 s, from the (queue_name, status, completed_at) index. The minute is
+    the first 16 characters of the timestamp as text ("2026-11-29 21:05"), which every
+    database computes natively (Django's TruncMinute is a Python function on SQLite)."""
     start = (now - timedelta(minutes=SPARK_MINUTES - 1)).replace(second=0, microsecond=0)
+    recent = Job.objects.filter(queue_name=name, status=JobStatus.COMPLETED)
     per_minute = (
-        Job.objects.filter(status=JobStatus.COMPLETED, completed_at__gte=start)
-        .annotate(minute=TruncMinute("completed_at"))
+        recent.filter(completed_at__gte=start)
+        .annotate(minute=Substr(Cast("completed_at", CharField()), 1, 16))
         .order_by()
-        .values_list("queue_name", "minute")
+        .values_list("minute")
         .annotate(n=Count("*"))
     )
-    for name, minute, n in per_minute:
-        index = int((minute - start).total_seconds() // 60)
+    spark = [0] * SPARK_MINUTES
+    for minute, n in per_minute:
+        moment = datetime.fromisoformat(minute.replace(" ", "T")).replace(tzinfo=UTC)
+        index = int((moment - start).total_seconds() // 60)
         if 0 <= index < SPARK_MINUTES:
-            row(name).spark[index] += n
-    last = Job.objects.filter(
-        status=JobStatus.COMPLETED, completed_at__gte=now - timedelta(minutes=1)
-    ).order_by().values_list("queue_name").annotate(n=Count("*"))
-    for name, n in last:
-        row(name).last_minute = n
-    for r in rows.values():
-        r.spark = r.spark[:SPARK_MINUTES]
-
-
-def queue_counts(name: str) -> dict[str, int]:
-    rows = (
-        Job.objects.filter(queue_name=name)
-        .order_by()
-        .values_list("status")
-        .annotate(n=Count("*"))
-    )
-    return dict(rows)
+            spark[index] += n
+    last = recent.filter(completed_at__gte=now - timedelta(minutes=1)).order_by()
+    return spark, last.values_list("status")[: COUNT_CAP + 1].count()
 
 
 def expired_leases(now: datetime | None = None, limit: int = 50) -> list[Job]:

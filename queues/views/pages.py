@@ -24,15 +24,14 @@ def overview(request):
 def queue_detail(request, name: str):
     counts = stats.queue_counts(name)
     pause = QueuePause.objects.filter(queue_name=name).first()
-    if not counts and pause is None:
+    if not any(counts.values()) and pause is None:
         raise Http404("No such queue")
     flt = JobFilter.from_query(name, request.GET)
     present = {status for status, n in counts.items() if n}
     jobs = list_jobs(flt, request.GET.get("after", ""), present)
     return "dashboard/queue.html", {
         "name": name,
-        "counts": [(s.value, counts.get(s.value, 0)) for s in stats.STATUS_COLUMNS],
-        "total": sum(counts.values()),
+        "counts": [stats.count_cell(s, counts[s.value]) for s in stats.STATUS_COLUMNS],
         "pause": pause,
         "filter": flt,
         "page": jobs,
