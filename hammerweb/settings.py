@@ -87,7 +87,9 @@ if _db["ENGINE"].endswith("sqlite3"):
     # A file, never the in-memory default: threads and processes must share it.
     _db["TEST"] = {"NAME": str(VAR_DIR / f"test_hammerweb{_suffix}.sqlite3")}
 elif _db["ENGINE"].endswith("mysql"):
-    _db.setdefault("OPTIONS", {}).update({"charset": "utf8mb4", "isolation_level": "read committed"})
+    _db.setdefault("OPTIONS", {}).update(
+        {"charset": "utf8mb4", "isolation_level": "read committed"}
+    )
     _db["TEST"] = {
         "NAME": f"test_{_db['NAME']}{_suffix}",
         "CHARSET": "utf8mb4",

@@ -57,7 +57,9 @@ class Batch(models.Model):
         max_length=20, choices=BatchStatus.choices, default=BatchStatus.PENDING
     )
     failure_mode = models.CharField(
-        max_length=20, choices=PartialFailureMode.choices, default=PartialFailureMode.CONTINUE_ON_ERROR
+        max_length=20,
+        choices=PartialFailureMode.choices,
+        default=PartialFailureMode.CONTINUE_ON_ERROR,
     )
     total_jobs = models.PositiveIntegerField(default=0)
     completed_jobs = models.PositiveIntegerField(default=0)
@@ -202,7 +204,11 @@ class Job(models.Model):
             ),
             models.CheckConstraint(
                 condition=~Q(status=JobStatus.RUNNING)
-                | Q(run_token__isnull=False, lease_expires_at__isnull=False, started_at__isnull=False),
+                | Q(
+                    run_token__isnull=False,
+                    lease_expires_at__isnull=False,
+                    started_at__isnull=False,
+                ),
                 name="job_running_has_lease",
             ),
             models.CheckConstraint(
@@ -218,6 +224,13 @@ class Job(models.Model):
                 name="job_recurring_has_cron",
             ),
         ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A new job is due when it is built: one instant for both, so that the delay
+        # (scheduled_at - created_at) is exactly zero unless the caller set one.
+        if not args and "scheduled_at" not in kwargs:
+            self.scheduled_at = self.created_at
 
     def __str__(self) -> str:
         return f"{self.queue_name}:{self.id} ({self.status})"
@@ -254,6 +267,9 @@ class JobDependency(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "parent"], name="job_dependency_unique"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} waits for {self.parent_id}"
 
 
 class QueuePause(models.Model):

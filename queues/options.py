@@ -69,10 +69,12 @@ class PriorityWeights:
                 order.extend(levels)  # only zero weights left: strict among them
                 break
             pick = rng.uniform(0, total)
-            for level, weight in zip(levels, weights, strict=True):
-                if weight and pick <= weight:
-                    break
-                pick -= weight
+            index = 0
+            last = max(i for i, w in enumerate(weights) if w)
+            while index < last and (not weights[index] or pick > weights[index]):
+                pick -= weights[index]
+                index += 1
+            level = levels[index]
             order.append(level)
             levels.remove(level)
         return order

@@ -94,8 +94,12 @@ def plan_outcome(job, outcome: JobOutcome, now: datetime, rng: random.Random | N
             return _reschedule(job, now, error=None, completed=True)
         return Plan(
             JobStatus.COMPLETED,
-            {**_RUN_CLEARED, "status": JobStatus.COMPLETED, "completed_at": now,
-             "result": outcome.result},
+            {
+                **_RUN_CLEARED,
+                "status": JobStatus.COMPLETED,
+                "completed_at": now,
+                "result": outcome.result,
+            },
             terminal_failure=False,
             completed=True,
         )
@@ -125,8 +129,14 @@ def plan_outcome(job, outcome: JobOutcome, now: datetime, rng: random.Random | N
 
 
 def _pending_again(at: datetime, error: str | None, extra: dict[str, Any]) -> Plan:
-    fields = {**_RUN_CLEARED, "status": JobStatus.PENDING, "scheduled_at": at,
-              "started_at": None, "last_heartbeat_at": None, **extra}
+    fields = {
+        **_RUN_CLEARED,
+        "status": JobStatus.PENDING,
+        "scheduled_at": at,
+        "started_at": None,
+        "last_heartbeat_at": None,
+        **extra,
+    }
     if error is not None:
         fields["error_message"] = error
     return Plan(JobStatus.PENDING, fields, terminal_failure=False, completed=False)
@@ -150,8 +160,9 @@ def _reschedule(job, now: datetime, error: str | None, completed: bool) -> Plan:
         fields["completed_at"] = now
     else:
         fields["failed_at"] = now
-    return Plan(JobStatus.PENDING, fields, terminal_failure=False, completed=False,
-                next_run_at=next_run)
+    return Plan(
+        JobStatus.PENDING, fields, terminal_failure=False, completed=False, next_run_at=next_run
+    )
 
 
 def batch_status(mode: str, total: int, completed: int, failed: int) -> str:

@@ -22,7 +22,7 @@ from .enums import FAILURE_STATUSES, DependencyStatus, JobStatus, PartialFailure
 from .exceptions import InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, JobBatch, JobGroup
 from .models import Batch, Job, JobDependency, QueuePause, ReaperRun, Workflow
-from .options import DequeueOptions, PriorityWeights
+from .options import DequeueOptions
 from .outcomes import (
     LEASE_EXPIRED_ERROR,
     JobOutcome,
@@ -119,7 +119,12 @@ class JobQueue:
         for job in jobs:
             if not isinstance(job, Job):
                 raise InvalidJob(f"expected a Job, got {type(job).__name__}")
-            if not isinstance(self.clock, SystemClock) and job.scheduled_at and job.created_at:
+            if (
+                not isinstance(self.clock, SystemClock)
+                and isinstance(job.scheduled_at, datetime)
+                and isinstance(job.created_at, datetime)
+                and job.scheduled_at.tzinfo is not None
+            ):
                 # A moved clock: keep the delay the job was built with.
                 job.scheduled_at = now + (job.scheduled_at - job.created_at)
             validate_job(job, now)
@@ -221,9 +226,11 @@ class JobQueue:
                 by_token.setdefault(job.run_token, []).append(job.id)
         extended = 0
         for token, ids in by_token.items():
-            extended += self._jobs().filter(
-                id__in=ids, status=JobStatus.RUNNING, run_token=token
-            ).update(lease_expires_at=expires, last_heartbeat_at=now)
+            extended += (
+                self._jobs()
+                .filter(id__in=ids, status=JobStatus.RUNNING, run_token=token)
+                .update(lease_expires_at=expires, last_heartbeat_at=now)
+            )
         return extended
 
     def release_job_run(self, job: Job) -> bool:
@@ -307,7 +314,9 @@ class JobQueue:
         return recorded
 
     # Reaper -----------------------------------------------------------------------------
-    def requeue_stale_jobs(self, queue_name: str | None = None, ran_by: str = "") -> StaleJobRecovery:
+    def requeue_stale_jobs(
+        self, queue_name: str | None = None, ran_by: str = ""
+    ) -> StaleJobRecovery:
         """Take back Running jobs whose lease expired: Pending again, or Dead when their
         attempts are used up. Records a `ReaperRun`."""
         if queue_name is not None:
@@ -540,7 +549,9 @@ def _settle_dependencies(jobs, by_id, parents, now) -> None:
             if not job.depends_on or job.status == JobStatus.FAILED:
                 continue
             statuses = [status_of.get(p) or by_id[p].status for p in job.depends_on]
-            failed = [p for p, s in zip(job.depends_on, statuses, strict=True) if s in FAILURE_STATUSES]
+            failed = [
+                p for p, s in zip(job.depends_on, statuses, strict=True) if s in FAILURE_STATUSES
+            ]
             if failed:
                 job.status = JobStatus.FAILED
                 job.dependency_status = DependencyStatus.FAILED

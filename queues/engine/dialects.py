@@ -72,13 +72,18 @@ class Dialect:
     # Queries ----------------------------------------------------------------------------
     def claimable_levels(self, queue: str, now: datetime) -> list[int]:
         with self.connection.cursor() as cursor:
-            cursor.execute(
-                self.queries["claimable_levels"], {"queue": queue, "now": self.dt(now)}
-            )
+            cursor.execute(self.queries["claimable_levels"], {"queue": queue, "now": self.dt(now)})
             return [int(row[0]) for row in cursor.fetchall()]
 
-    def claim(self, queue: str, limit: int, now: datetime, lease_expires_at: datetime,
-              token: uuid.UUID, priority: int | None = None) -> list[Job]:
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        now: datetime,
+        lease_expires_at: datetime,
+        token: uuid.UUID,
+        priority: int | None = None,
+    ) -> list[Job]:
         """Claim up to `limit` jobs; runs inside the caller's transaction."""
         params = {
             "queue": queue,

@@ -159,7 +159,11 @@ class Graph:
         completed = batch.completed_jobs + delta[1]
         failed = batch.failed_jobs + delta[2]
         status = batch_status(batch.failure_mode, total, completed, failed)
-        finished = status in (BatchStatus.COMPLETED, BatchStatus.FAILED, BatchStatus.PARTIALLY_FAILED)
+        finished = status in (
+            BatchStatus.COMPLETED,
+            BatchStatus.FAILED,
+            BatchStatus.PARTIALLY_FAILED,
+        )
         Batch.objects.using(self.using).filter(id=batch_id).update(
             total_jobs=F("total_jobs") + delta[0],
             completed_jobs=F("completed_jobs") + delta[1],

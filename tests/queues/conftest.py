@@ -1,0 +1,46 @@
+"""The conformance fixtures: each queue test runs on the database of this run (JobQueue) and
+in memory (TestQueue), so the two are held to the same behaviour."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from queues.api import Job, JobPriority, JobQueue, MockClock, TestQueue
+from tests.conftest import unique_queue
+
+__all__ = ["aged_job", "unique_queue"]
+
+
+def pytest_collection_modifyitems(items):
+    # The database variant commits for real (threads and other connections must see its
+    # rows), so it gets a transactional database; the memory variant needs none.
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("queue") == "db":
+            item.add_marker(pytest.mark.django_db(transaction=True))
+
+
+@pytest.fixture(params=["db", "memory"])
+def queue(request):
+    """A queue with a clock the test can move (`queue.clock.advance(...)`)."""
+    if request.param == "db":
+        yield JobQueue(clock=MockClock())
+        connection.close()
+    else:
+        yield TestQueue()
+
+
+@pytest.fixture
+def db_queue(transactional_db):
+    yield JobQueue(clock=MockClock())
+    connection.close()
+
+
+def aged_job(queue_name: str, priority: JobPriority, age_secs: int, clock=None) -> Job:
+    """A job due `age_secs` seconds ago, so claim order within a level is known."""
+    job = Job(queue_name=queue_name, payload={"age": age_secs}, priority=priority)
+    job.scheduled_at = job.created_at - timedelta(seconds=age_secs)
+    return job

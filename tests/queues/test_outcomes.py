@@ -1,0 +1,141 @@
+"""Outcomes of a run, each in one transaction: completion, retries with backoff, Dead,
+time-outs, explicit retries and recurring jobs rescheduled in place."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from queues.api import DequeueOptions, Job, JobOutcome, JobStatus, RetryStrategy
+
+from .conftest import unique_queue
+
+
+def claim(queue, queue_name):
+    jobs = queue.dequeue(queue_name, DequeueOptions.batch(1))
+    assert len(jobs) == 1
+    return jobs[0]
+
+
+def test_completed_stores_the_result(queue):
+    name = unique_queue("done")
+    job_id = queue.enqueue(Job(queue_name=name, payload={"n": 1}))
+    run = claim(queue, name)
+    recorded = queue.finish_job_run(run, JobOutcome.completed({"sum": 3}))
+    assert recorded.status == JobStatus.COMPLETED
+    stored = queue.get_job(job_id)
+    assert stored.status == JobStatus.COMPLETED
+    assert stored.result == {"sum": 3}
+    assert stored.completed_at == queue.clock.now()
+    assert stored.lease_expires_at is None
+
+
+def test_failures_back_off_until_attempts_run_out_then_dead(queue):
+    name = unique_queue("flaky")
+    job_id = queue.enqueue(
+        Job(
+            queue_name=name,
+            payload={},
+            max_attempts=3,
+            retry_strategy=RetryStrategy.fixed(timedelta(seconds=30)),
+        )
+    )
+    for attempt in (1, 2):
+        run = claim(queue, name)
+        assert run.attempts == attempt
+        recorded = queue.finish_job_run(run, JobOutcome.failed(f"boom {attempt}"))
+        assert recorded.status == JobStatus.PENDING
+        stored = queue.get_job(job_id)
+        assert stored.scheduled_at == queue.clock.now() + timedelta(seconds=30)
+        assert stored.error_message == f"boom {attempt}"
+        assert queue.dequeue(name) == [], "claimed before its backoff ran out"
+        queue.clock.advance(timedelta(seconds=30))
+    run = claim(queue, name)
+    recorded = queue.finish_job_run(run, JobOutcome.failed("boom 3"))
+    assert recorded.status == JobStatus.DEAD
+    stored = queue.get_job(job_id)
+    assert (stored.status, stored.attempts, stored.error_message) == (JobStatus.DEAD, 3, "boom 3")
+    assert stored.failed_at is not None
+
+
+def test_default_backoff_grows_exponentially(queue):
+    name = unique_queue("default_backoff")
+    job_id = queue.enqueue(Job(queue_name=name, payload={}, max_attempts=5))
+    delays = []
+    for _ in range(3):
+        run = claim(queue, name)
+        queue.finish_job_run(run, JobOutcome.failed("x"))
+        delay = queue.get_job(job_id).scheduled_at - queue.clock.now()
+        delays.append(delay.total_seconds())
+        queue.clock.advance(delay)
+    # 10 s, 20 s, 40 s, each +/-10 %.
+    for delay, expected in zip(delays, (10, 20, 40), strict=True):
+        assert expected * 0.9 <= delay <= expected * 1.1
+
+
+def test_timeouts_retry_then_end_timed_out(queue):
+    name = unique_queue("slow")
+    job_id = queue.enqueue(
+        Job(queue_name=name, payload={}, max_attempts=2, timeout=timedelta(seconds=5))
+    )
+    run = claim(queue, name)
+    assert queue.finish_job_run(run, JobOutcome.timed_out("took too long")).status == "Pending"
+    assert queue.get_job(job_id).timed_out_at is not None
+    queue.clock.advance(timedelta(hours=1))
+    run = claim(queue, name)
+    recorded = queue.finish_job_run(run, JobOutcome.timed_out("took too long"))
+    assert recorded.status == JobStatus.TIMED_OUT
+    assert queue.get_job(job_id).status == JobStatus.TIMED_OUT
+
+
+def test_dead_and_explicit_retry(queue):
+    name = unique_queue("explicit")
+    first = queue.enqueue(Job(queue_name=name, payload={}, max_attempts=5))
+    run = claim(queue, name)
+    at = queue.clock.now() + timedelta(minutes=7)
+    assert queue.finish_job_run(run, JobOutcome.retry(at, "later")).status == JobStatus.PENDING
+    assert queue.get_job(first).scheduled_at == at
+    queue.clock.advance(timedelta(minutes=7))
+    run = claim(queue, name)
+    assert queue.finish_job_run(run, JobOutcome.dead("poison")).status == JobStatus.DEAD
+    assert queue.get_job(first).attempts == 2
+
+
+def test_recurring_job_is_rescheduled_in_place(queue):
+    name = unique_queue("cron")
+    job = Job(queue_name=name, payload={}, cron_schedule="0 0 * * * *")
+    job_id = queue.enqueue(job)
+    stored = queue.get_job(job_id)
+    assert stored.recurring and stored.scheduled_at == stored.next_run_at
+    assert stored.next_run_at > queue.clock.now()
+    assert queue.dequeue(name) == [], "ran before its first occurrence"
+    queue.clock.set(stored.next_run_at)
+    run = claim(queue, name)
+    recorded = queue.finish_job_run(run, JobOutcome.completed())
+    assert recorded.status == JobStatus.PENDING
+    assert recorded.next_run_at == stored.next_run_at + timedelta(hours=1)
+    again = queue.get_job(job_id)
+    assert (again.status, again.attempts, again.next_run_at, again.scheduled_at) == (
+        JobStatus.PENDING,
+        0,
+        recorded.next_run_at,
+        recorded.next_run_at,
+    )
+    # A failed last attempt does not end a recurring job: it runs at the next slot.
+    queue.clock.set(recorded.next_run_at)
+    run = claim(queue, name)
+    run.max_attempts = run.attempts  # this is the last attempt
+    failed = queue.finish_job_run(run, JobOutcome.dead("bad run"))
+    assert failed.status == JobStatus.PENDING
+    assert failed.next_run_at == recorded.next_run_at + timedelta(hours=1)
+    assert queue.get_job(job_id).error_message == "bad run"
+
+
+def test_a_result_that_is_not_json_is_refused_and_changes_nothing(queue):
+    name = unique_queue("bad_result")
+    job_id = queue.enqueue(Job(queue_name=name, payload={}))
+    run = claim(queue, name)
+    with pytest.raises(ValueError):
+        queue.finish_job_run(run, JobOutcome.completed(object()))
+    assert queue.get_job(job_id).status == JobStatus.RUNNING
