@@ -37,6 +37,8 @@ def queue_detail(request, name: str):
         "page": jobs,
         "statuses": JobStatus.values,
         "priorities": PRIORITY_CHOICES,
+        "can_bulk": request.user.has_perm("queues.change_job")
+        or request.user.has_perm("queues.delete_job"),
         "now": timezone.now(),
     }
 
