@@ -115,8 +115,11 @@ def live(context, condition: str = ""):
     """The attributes of a live region: re-fetched every 2 s while the tab is visible (and
     `condition` holds), and at once after an action (the `refresh` event)."""
     check = f"{VISIBLE} && {condition}" if condition else VISIBLE
+    # The region is its own target whatever encloses it (the bulk form targets #flash);
+    # hx-disinherit: the buttons inside keep their own target and swap.
     return format_html(
-        'hx-get="{}" hx-trigger="every 2s [{}], refresh from:body" hx-swap="outerHTML"',
+        'hx-get="{}" hx-trigger="every 2s [{}], refresh from:body" hx-target="this" '
+        'hx-swap="outerHTML" hx-disinherit="*"',
         context["request"].get_full_path(),
         check,
     )
