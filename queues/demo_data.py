@@ -3,10 +3,22 @@ dead runs, recurring jobs, a batch and a workflow, all written through `JobQueue
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import timedelta
 
-from .api import DequeueOptions, Job, JobBatch, JobGroup, JobOutcome, JobPriority, JobQueue
+from .api import (
+    DequeueOptions,
+    Job,
+    JobBatch,
+    JobGroup,
+    JobOutcome,
+    JobPriority,
+    JobQueue,
+    MockClock,
+)
+
+HISTORY_MINUTES = 28
 
 QUEUES = ["emails", "webhooks", "reports", "images", "billing"]
 TEMPLATES = ["welcome", "password-reset", "invoice", "weekly-digest", "order-shipped"]
@@ -38,20 +50,11 @@ def webhook(rng: random.Random) -> Job:
 
 
 def load(queue: JobQueue, rng: random.Random | None = None) -> dict[str, int]:
-    """Write the sample jobs; returns how many of each kind."""
+    """Write the sample jobs; returns how many jobs and queues."""
     rng = rng or random.Random(7)
-    queue.enqueue_many([email(rng) for _ in range(60)])
-    queue.enqueue_many([webhook(rng) for _ in range(25)])
-    # History: runs that completed, failed with retries left, and went dead.
-    for job in queue.dequeue("emails", DequeueOptions.batch(40)):
-        queue.finish_job_run(job, JobOutcome.completed({"message_id": f"<{job.id.hex[:12]}@mx>"}))
-    for i, job in enumerate(queue.dequeue("webhooks", DequeueOptions.batch(12))):
-        if i < 5:
-            queue.finish_job_run(job, JobOutcome.dead(rng.choice(HOOK_ERRORS)))
-        elif i < 9:
-            queue.finish_job_run(job, JobOutcome.failed(rng.choice(HOOK_ERRORS)))
-        else:
-            queue.finish_job_run(job, JobOutcome.completed({"status": 200}))
+    _history(queue, rng)
+    queue.enqueue_many([email(rng) for _ in range(25)])
+    queue.enqueue_many([webhook(rng) for _ in range(10)])
     # Scheduled for later, and urgent.
     later = email(rng)
     later.scheduled_at = later.created_at + timedelta(hours=2)
@@ -77,7 +80,35 @@ def load(queue: JobQueue, rng: random.Random | None = None) -> dict[str, int]:
     group = JobGroup("invoice 1001").add_job(charge)
     group.then(receipt).then(ledger)
     queue.enqueue_workflow(group)
-    return {"jobs": 60 + 25 + 2 + len(cron) + len(album) + 3, "queues": len(QUEUES)}
+    return {"jobs": Job.objects.using(queue.using).count(), "queues": len(QUEUES)}
+
+
+def _history(queue: JobQueue, rng: random.Random) -> None:
+    """Half an hour of past runs, on a clock moved back: emails that completed (at a rate
+    that rises and falls), webhooks that sometimes failed, retried, or went dead."""
+    clock = MockClock(queue.now() - timedelta(minutes=HISTORY_MINUTES))
+    past = JobQueue(using=queue.using, clock=clock, rng=rng)
+    for minute in range(HISTORY_MINUTES):
+        waves = 4 + int(4 * math.sin(minute / 3)) + rng.randrange(3)
+        past.enqueue_many([email(rng) for _ in range(waves)])
+        if minute % 2 == 0:
+            past.enqueue_many([webhook(rng) for _ in range(3)])
+        clock.advance(timedelta(seconds=20))
+        for name in ("emails", "webhooks"):
+            for job in past.dequeue(name, DequeueOptions.batch(50)):
+                past.finish_job_run(job, _outcome(job, rng))
+        clock.advance(timedelta(seconds=40))
+
+
+def _outcome(job: Job, rng: random.Random) -> JobOutcome:
+    if job.queue_name == "emails":
+        return JobOutcome.completed({"message_id": f"<{job.id.hex[:12]}@mx.example.com>"})
+    roll = rng.random()
+    if roll < 0.1:
+        return JobOutcome.dead(HOOK_ERRORS[2])
+    if roll < 0.35:
+        return JobOutcome.failed(rng.choice(HOOK_ERRORS[:2]))
+    return JobOutcome.completed({"status": 200})
 
 
 def traffic(queue: JobQueue, rng: random.Random) -> None:

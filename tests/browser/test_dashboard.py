@@ -34,8 +34,12 @@ def _cell(page, queue: str, status: str):
     return page.locator(f'tr[data-queue="{queue}"] td[data-status="{status}"]')
 
 
-def test_overview_counts_change_live_without_a_reload(page, live_server, sample):
-    expect(_cell(page, "emails", "Completed")).to_have_text("40")
+def _completed(queue: str) -> str:
+    return str(Job.objects.filter(queue_name=queue, status=JobStatus.COMPLETED).count())
+
+
+def test_overview_counts_change_live_without_a_reload(sample, page, live_server):
+    expect(_cell(page, "emails", "Completed")).to_have_text(_completed("emails"))
     pending = _cell(page, "emails", "Pending")
     before = int(pending.inner_text())
     screenshot(page, "overview")
@@ -45,7 +49,7 @@ def test_overview_counts_change_live_without_a_reload(page, live_server, sample)
     assert page.evaluate("window.notReloaded") is True
 
 
-def test_pause_and_resume_with_the_toggle(page, live_server, sample):
+def test_pause_and_resume_with_the_toggle(sample, page, live_server):
     row = page.locator('tr[data-queue="webhooks"]')
     row.get_by_role("button", name="Pause webhooks").click()
     expect(row.locator(".badge.paused")).to_contain_text("Paused by browser")
@@ -56,7 +60,7 @@ def test_pause_and_resume_with_the_toggle(page, live_server, sample):
     assert not sample.is_queue_paused("webhooks")
 
 
-def test_retry_a_dead_job_from_its_page(page, live_server, sample):
+def test_retry_a_dead_job_from_its_page(sample, page, live_server):
     dead = Job.objects.filter(queue_name="webhooks", status=JobStatus.DEAD).first()
     page.goto(f"{live_server.url}/jobs/{dead.id}/")
     expect(page.locator("h1 .pill")).to_have_text("Dead")
@@ -81,28 +85,30 @@ def test_run_the_reaper_and_see_the_result(page, live_server, engine):
     assert engine.get_job(job.id).status == JobStatus.PENDING
 
 
-def test_queue_page_filters_and_bulk_retries(page, live_server, sample):
+def test_queue_page_filters_and_bulk_retries(sample, page, live_server):
     page.goto(f"{live_server.url}/queues/webhooks/")
     expect(page.locator("#queue-jobs tbody tr").first).to_be_visible()
     screenshot(page, "queue")
     page.select_option("select[name=status]", "Dead")
     page.get_by_role("button", name="Filter").click()
     rows = page.locator("#queue-jobs tbody tr")
-    expect(rows).to_have_count(5)
+    dead = Job.objects.filter(queue_name="webhooks", status=JobStatus.DEAD).count()
+    assert dead > 2
+    expect(rows).to_have_count(dead)
     for box in page.locator("#queue-jobs input.pick").all()[:2]:
         box.check()
     page.get_by_role("button", name="Retry").click()
     expect(page.locator("#flash")).to_contain_text("2 of 2 jobs queued again")
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(dead - 2)
 
 
-def test_overview_fits_a_phone(browser, live_server, staff, sample):
+def test_overview_fits_a_phone(sample, browser, live_server, staff):
     from .conftest import log_in
 
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     phone = context.new_page()
     log_in(phone, live_server.url)
-    expect(_cell(phone, "emails", "Completed")).to_have_text("40")
+    expect(_cell(phone, "emails", "Completed")).to_have_text(_completed("emails"))
     overflow = phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0
     screenshot(phone, "overview-phone")
