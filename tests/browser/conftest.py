@@ -46,7 +46,9 @@ def page(browser, live_server, staff):
     """A logged-in page at 1280 px."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(5_000)
+    # Generous for a loaded CI machine; the live-update check sets its own 3 s.
+    page.set_default_timeout(15_000)
+    page.set_default_navigation_timeout(30_000)
     log_in(page, live_server.url)
     yield page
     context.close()

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from queues.api import Job, JobQueue, JobStatus
-from queues.models import Batch, JobDependency, QueuePause, ReaperRun, Workflow, WorkerProcess
+from queues.models import Batch, JobDependency, QueuePause, ReaperRun, WorkerProcess, Workflow
 from tests.conftest import unique_queue
 
 pytestmark = pytest.mark.django_db
