@@ -107,6 +107,8 @@ def test_overview_fits_a_phone(sample, browser, live_server, staff):
 
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     phone = context.new_page()
+    phone.set_default_timeout(15_000)
+    phone.set_default_navigation_timeout(30_000)
     log_in(phone, live_server.url)
     expect(_cell(phone, "emails", "Completed")).to_have_text(_completed("emails"))
     overflow = phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
