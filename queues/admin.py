@@ -34,6 +34,9 @@ def _each(modeladmin, request, rows, verb: str, call) -> None:
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Rows written by the engine and the workers: looked at, never edited by hand."""
 
+    show_full_result_count = False
+    list_per_page = 50
+
     def has_add_permission(self, request) -> bool:
         return False
 
@@ -143,8 +146,6 @@ class BatchAdmin(ReadOnlyAdmin):
                     "failed_jobs", "created_at"]
     list_filter = ["status", "failure_mode"]
     search_fields = ["=id", "name", "error_summary"]
-    show_full_result_count = False
-    list_per_page = 50
 
 
 @admin.register(Workflow)
@@ -153,8 +154,6 @@ class WorkflowAdmin(ReadOnlyAdmin):
                     "failed_jobs", "created_at"]
     list_filter = ["status", "failure_policy"]
     search_fields = ["=id", "name"]
-    show_full_result_count = False
-    list_per_page = 50
 
 
 @admin.register(JobDependency)
@@ -162,8 +161,6 @@ class JobDependencyAdmin(ReadOnlyAdmin):
     list_display = ["job", "parent"]
     search_fields = ["=job__id", "=parent__id"]
     raw_id_fields = ["job", "parent"]
-    show_full_result_count = False
-    list_per_page = 50
 
 
 @admin.register(ReaperRun)
@@ -171,7 +168,6 @@ class ReaperRunAdmin(ReadOnlyAdmin):
     list_display = ["ran_at", "ran_by", "queue_name", "requeued_count", "dead_count"]
     list_filter = ["queue_name"]
     search_fields = ["ran_by", "queue_name"]
-    list_per_page = 50
 
 
 @admin.register(WorkerProcess)
@@ -179,4 +175,3 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
     list_display = ["hostname", "pid", "queues", "batch_size", "concurrency", "jobs_held",
                     "jobs_running", "jobs_processed", "last_heartbeat_at"]
     search_fields = ["hostname"]
-    list_per_page = 50
