@@ -92,11 +92,17 @@ class Command(BaseCommand):
                        "--batch-size", "5", "--concurrency", "2", "--poll-interval", "0.5",
                        "--include", "workers.demo_jobs"]
             self.stdout.write(f"Worker: {' '.join(command[1:])}")
-            return subprocess.Popen(command)
-        self.stdout.write(self.style.WARNING(
-            "Worker: `manage.py runworker` is not installed here; a stand-in thread "
-            "plays the worker."
-        ))
+            worker = subprocess.Popen(command)
+            try:
+                code = worker.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                return worker  # still running: it is working
+            self.stdout.write(self.style.WARNING(f"Worker: runworker stopped ({code})."))
+        else:
+            self.stdout.write(self.style.WARNING(
+                "Worker: `manage.py runworker` is not installed here."
+            ))
+        self.stdout.write("Worker: a stand-in thread plays the worker.")
         threading.Thread(target=_stand_in_worker, args=(stop,), daemon=True).start()
         return None
 
