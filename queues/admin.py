@@ -31,6 +31,10 @@ def _each(modeladmin, request, rows, verb: str, call) -> None:
         modeladmin.message_user(request, f"{verb} refused: {refused[0]}{more}", messages.ERROR)
 
 
+def _queue_names(jobs) -> list[str]:
+    return sorted(set(jobs.values_list("queue_name", flat=True)))
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Rows written by the engine and the workers: looked at, never edited by hand."""
 
@@ -57,7 +61,7 @@ class JobAdmin(admin.ModelAdmin):
     ordering = ["-created_at"]
     readonly_fields = [f.name for f in Job._meta.fields if f.name != "payload"] + ["payload_json"]
     exclude = ["payload"]
-    actions = ["retry_now", "cancel", "mark_dead", "release"]
+    actions = ["retry_now", "cancel", "mark_dead", "release", "pause_queues", "resume_queues"]
 
     def has_add_permission(self, request) -> bool:
         return False  # enqueue through JobQueue, which validates
@@ -104,6 +108,23 @@ class JobAdmin(admin.ModelAdmin):
                 raise QueueError(f"job {job.id} is not Running")
 
         _each(self, request, queryset, "Release", release)
+
+    def has_pause_permission(self, request) -> bool:
+        return request.user.has_perm("queues.change_queuepause")
+
+    @admin.action(description="Pause their queues", permissions=["pause"])
+    def pause_queues(self, request, queryset):
+        queue = JobQueue()
+        user = request.user.get_username()
+        _each(self, request, _queue_names(queryset), "Pause",
+              lambda name: queue.pause_queue(name, paused_by=user))
+
+    @admin.action(description="Resume their queues", permissions=["pause"])
+    def resume_queues(self, request, queryset):
+        queue = JobQueue()
+        user = request.user.get_username()
+        _each(self, request, _queue_names(queryset), "Resume",
+              lambda name: queue.resume_queue(name, resumed_by=user))
 
     def has_change_permission(self, request, obj=None) -> bool:
         # Rows change through the actions only; the form itself is read-only.

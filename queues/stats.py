@@ -113,7 +113,8 @@ def overview(now: datetime | None = None) -> Overview:
     rows = []
     for name in names:
         row = QueueRow(name, counts=queue_counts(name), pause=pauses.get(name))
-        row.spark, row.last_minute = throughput(name, now)
+        if row.counts[JobStatus.COMPLETED]:
+            row.spark, row.last_minute = throughput(name, now)
         if row.counts[JobStatus.PENDING]:
             row.oldest_pending_at = (
                 Job.objects.filter(queue_name=name, status=JobStatus.PENDING)

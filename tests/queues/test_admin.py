@@ -109,7 +109,8 @@ def test_actions_need_the_change_permission(client, engine):
     client.force_login(viewer)
     dead = _job(engine, unique_queue("adm"), dead=True)
     page = client.get(reverse("admin:queues_job_changelist"))
-    assert page.status_code == 200 and "retry_now" not in page.content.decode()
+    html = page.content.decode()
+    assert page.status_code == 200 and "retry_now" not in html and "pause_queues" not in html
     _act(client, "job", "retry_now", [dead])
     assert engine.get_job(dead).status == JobStatus.DEAD
 
@@ -119,3 +120,12 @@ def test_job_change_form_is_read_only_and_escapes_the_payload(superuser_client, 
     engine.enqueue(job)
     html = superuser_client.get(reverse("admin:queues_job_change", args=[job.id])).content
     assert b"<script>x</script>" not in html and b"&lt;script&gt;" in html
+
+
+def test_pause_and_resume_the_queues_of_selected_jobs(superuser_client, engine):
+    queue = unique_queue("adm")
+    job = _job(engine, queue)
+    _act(superuser_client, "job", "pause_queues", [job])
+    assert QueuePause.objects.get(queue_name=queue).paused_by == "root"
+    _act(superuser_client, "job", "resume_queues", [job])
+    assert not engine.is_queue_paused(queue)
