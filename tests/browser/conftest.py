@@ -15,8 +15,9 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "browser-pw"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module; the async guard is lifted only while it runs."""
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is missing (scripts/system-deps installs Debian's chromium)")
     # Playwright's sync API runs an event loop in this thread; the test's own database
