@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from ..exceptions import QueueError
 from ..queue import JobQueue
 
 
@@ -35,14 +36,18 @@ def page(live: tuple[str, ...] = ()):
 
 def action(*permissions: str):
     """A staff-only POST that needs `permissions`: 403 without them (the buttons are not
-    shown either). CSRF is checked by the middleware."""
+    shown either). CSRF is checked by the middleware. The view gets a `JobQueue`; an engine
+    refusal (`QueueError`) it lets through becomes an error notice."""
 
     def decorate(view):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if not request.user.has_perms(permissions):
                 raise PermissionDenied("You may look but not change this.")
-            return view(request, JobQueue(), *args, **kwargs)
+            try:
+                return view(request, JobQueue(), *args, **kwargs)
+            except QueueError as exc:
+                return notice(request, str(exc), messages.ERROR)
 
         return staff_member_required(require_POST(wrapper))
 

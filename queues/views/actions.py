@@ -1,5 +1,6 @@
 """Dashboard actions. Each calls one engine method of `JobQueue`, the same method the admin
-calls; a refused transition (`QueueError`) becomes a message shown in place."""
+calls; a refused transition (`QueueError`) becomes a message shown in place (see
+`access.action`)."""
 
 from __future__ import annotations
 
@@ -27,21 +28,15 @@ def _queue_name(request) -> str:
 @action("queues.change_queuepause")
 def pause(request, queue):
     name = _queue_name(request)
-    try:
-        queue.pause_queue(name, paused_by=request.user.get_username(),
-                          reason=request.POST.get("reason") or None)
-    except QueueError as exc:
-        return notice(request, str(exc), messages.ERROR)
+    queue.pause_queue(name, paused_by=request.user.get_username(),
+                      reason=request.POST.get("reason") or None)
     return notice(request, f"Paused {name}: workers take no new jobs from it.")
 
 
 @action("queues.change_queuepause")
 def resume(request, queue):
     name = _queue_name(request)
-    try:
-        queue.resume_queue(name, resumed_by=request.user.get_username())
-    except QueueError as exc:
-        return notice(request, str(exc), messages.ERROR)
+    queue.resume_queue(name, resumed_by=request.user.get_username())
     return notice(request, f"Resumed {name}.")
 
 
@@ -51,10 +46,7 @@ def _job_action(verb: str):
     @action(permission)
     def view(request, queue, job_id):
         job = queue.get_job(job_id)
-        try:
-            getattr(queue, method)(job_id)
-        except QueueError as exc:
-            return notice(request, str(exc), messages.ERROR)
+        getattr(queue, method)(job_id)
         text = f"Job {job_id} {done}."
         if verb != "delete" or job is None:
             return notice(request, text)
@@ -100,10 +92,7 @@ def bulk(request, queue):
 
 @action("queues.change_job")
 def run_reaper(request, queue):
-    try:
-        recovery = queue.requeue_stale_jobs(ran_by=f"dashboard:{request.user.get_username()}")
-    except QueueError as exc:
-        return notice(request, str(exc), messages.ERROR)
+    recovery = queue.requeue_stale_jobs(ran_by=f"dashboard:{request.user.get_username()}")
     requeued, dead = len(recovery.requeued), len(recovery.dead)
     if not requeued and not dead:
         return notice(request, "Reaper ran: no running job had an expired lease.")
@@ -112,11 +101,8 @@ def run_reaper(request, queue):
 
 @action("queues.change_job")
 def set_recurring(request, queue, job_id, enabled: bool):
-    try:
-        if enabled:
-            queue.enable_recurring_job(job_id)
-        else:
-            queue.disable_recurring_job(job_id)
-    except QueueError as exc:
-        return notice(request, str(exc), messages.ERROR)
+    if enabled:
+        queue.enable_recurring_job(job_id)
+    else:
+        queue.disable_recurring_job(job_id)
     return notice(request, f"Recurring job {job_id} {'enabled' if enabled else 'disabled'}.")
