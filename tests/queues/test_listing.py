@@ -11,9 +11,12 @@ from tests.conftest import unique_queue
 pytestmark = pytest.mark.django_db
 
 
-def test_pages_cover_jobs_enqueued_at_one_instant_exactly_once():
+@pytest.mark.parametrize("dead", [0, 3], ids=["one-status", "two-statuses"])
+def test_pages_cover_jobs_enqueued_at_one_instant_exactly_once(dead):
     queue, name = JobQueue(), unique_queue("list")
     ids = queue.enqueue_many([Job(queue_name=name) for _ in range(7)])  # one created_at
+    for job_id in ids[:dead]:
+        queue.mark_job_dead(job_id, "x")
     seen, cursor = [], ""
     while True:
         page = list_jobs(JobFilter(name), cursor, size=3)
@@ -21,7 +24,7 @@ def test_pages_cover_jobs_enqueued_at_one_instant_exactly_once():
         if not page.next_cursor:
             break
         cursor = page.next_cursor
-    assert sorted(seen) == sorted(ids)
+    assert sorted(seen) == sorted(ids) and len(seen) == len(ids)
 
 
 def test_pages_merge_statuses_newest_first():
