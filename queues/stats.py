@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db import connections
-from django.db.models import CharField, Count, Q
-from django.db.models.functions import Cast, Substr
+from django.db import connection, connections
+from django.db.models import Count, Q
+from django.db.models.functions import Substr, TruncMinute
 from django.utils import timezone
 
 from .enums import JobStatus
@@ -25,9 +25,9 @@ STATUS_COLUMNS = [
     JobStatus.TIMED_OUT,
 ]
 SPARK_MINUTES = 30
-#: Counts stop at this many (shown as "10k+"): exact counts of millions of rows would cost
+#: Counts stop at this many (shown as "5k+"): exact counts of millions of rows would cost
 #: a scan each time the page polls.
-COUNT_CAP = 10_000
+COUNT_CAP = 5_000
 #: A worker whose heartbeat is older than this is shown as stale.
 WORKER_STALE_AFTER = timedelta(seconds=60)
 
@@ -129,26 +129,34 @@ def overview(now: datetime | None = None) -> Overview:
 
 def throughput(name: str, now: datetime) -> tuple[list[int], int]:
     """Completions of queue `name` per minute over the last SPARK_MINUTES (oldest first),
-    and in the last 60 s, from the (queue_name, status, completed_at) index. The minute is
-    the first 16 characters of the timestamp as text ("2026-11-29 21:05"), which every
-    database computes natively (Django's TruncMinute is a Python function on SQLite)."""
+    and in the last 60 s, from the (queue_name, status, completed_at) index."""
     start = (now - timedelta(minutes=SPARK_MINUTES - 1)).replace(second=0, microsecond=0)
     recent = Job.objects.filter(queue_name=name, status=JobStatus.COMPLETED)
     per_minute = (
         recent.filter(completed_at__gte=start)
-        .annotate(minute=Substr(Cast("completed_at", CharField()), 1, 16))
+        .annotate(minute=_minute_of("completed_at"))
         .order_by()
         .values_list("minute")
         .annotate(n=Count("*"))
     )
     spark = [0] * SPARK_MINUTES
     for minute, n in per_minute:
-        moment = datetime.fromisoformat(minute.replace(" ", "T")).replace(tzinfo=UTC)
-        index = int((moment - start).total_seconds() // 60)
+        if isinstance(minute, str):
+            minute = datetime.fromisoformat(minute.replace(" ", "T")).replace(tzinfo=UTC)
+        index = int((minute - start).total_seconds() // 60)
         if 0 <= index < SPARK_MINUTES:
             spark[index] += n
     last = recent.filter(completed_at__gte=now - timedelta(minutes=1)).order_by()
     return spark, last.values_list("status")[: COUNT_CAP + 1].count()
+
+
+def _minute_of(column: str):
+    """The minute of a timestamp, computed natively: Django's TruncMinute is a Python
+    function on SQLite, where the stored text's first 16 characters ("2026-11-29 21:05")
+    are the minute; elsewhere TruncMinute is the database's own (date_trunc, ...)."""
+    if connection.vendor == "sqlite":
+        return Substr(column, 1, 16)
+    return TruncMinute(column)
 
 
 def expired_leases(now: datetime | None = None, limit: int = 50) -> list[Job]:
