@@ -79,8 +79,7 @@ def list_jobs(flt: JobFilter, cursor: str = "", present: set[str] | None = None,
     if present is not None:
         statuses = [s for s in statuses if s in present]
     after = decode_cursor(cursor) if cursor else None
-    found: list[Job] = []
-    parts = 0
+    candidates: list = []
     for status in statuses:
         rows = Job.objects.filter(queue_name=flt.queue, status=status)
         if flt.priority is not None:
@@ -92,24 +91,16 @@ def list_jobs(flt: JobFilter, cursor: str = "", present: set[str] | None = None,
             )
         if flt.search:
             rows = _searched(rows, flt, status)
-        rows = list(rows.order_by("-created_at", "-id")[: size + 1])
-        parts += bool(rows)
-        found += rows
-    if parts > 1:
-        found = _in_database_order(found)
+        candidates += rows.order_by("-created_at", "-id").values_list("id", flat=True)[: size + 1]
+    # The newest of the candidates, whole rows for these only, and ordered by the database:
+    # ties on created_at are broken by id as the database compares ids, which is not always
+    # Python's order (MariaDB's UUID type compares the last group of digits first), so the
+    # cursor's `id <` continues exactly where the page stopped.
+    found = list(Job.objects.filter(id__in=candidates).order_by("-created_at", "-id")[: size + 1])
     page = JobPage(found[:size], search_window=SEARCH_WINDOW if flt.search else 0)
     if len(found) > size:
         page.next_cursor = encode_cursor(page.jobs[-1])
     return page
-
-
-def _in_database_order(jobs: list[Job]) -> list[Job]:
-    """`jobs` newest first, ties broken by id as the database compares ids (which is not
-    always Python's order: MariaDB's UUID type compares the last group of digits first), so
-    that the cursor's `id <` continues exactly where the page stopped."""
-    by_id = {job.id: job for job in jobs}
-    order = Job.objects.filter(id__in=list(by_id)).order_by("-created_at", "-id")
-    return [by_id[pk] for pk in order.values_list("id", flat=True)]
 
 
 def _searched(rows, flt: JobFilter, status: str):
