@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from django.db import connection, connections
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Q, Value, When
 from django.db.models.functions import Substr, TruncMinute
 from django.utils import timezone
 
@@ -144,25 +144,28 @@ def overview(now: datetime | None = None) -> Overview:
 
 def throughput(name: str, now: datetime) -> tuple[list[int], int]:
     """Completions of queue `name` per minute over the last SPARK_MINUTES (oldest first),
-    and in the last 60 s, from the (queue_name, status, completed_at) index."""
+    and in the last 60 s: one grouped read of the (queue_name, status, completed_at) index."""
     start = (now - timedelta(minutes=SPARK_MINUTES - 1)).replace(second=0, microsecond=0)
-    recent = Job.objects.filter(queue_name=name, status=JobStatus.COMPLETED)
-    per_minute = (
-        recent.filter(completed_at__gte=start)
-        .annotate(minute=_minute_of("completed_at"))
+    recent = Case(
+        When(completed_at__gte=now - timedelta(minutes=1), then=Value(1)),
+        default=Value(0),
+    )
+    groups = (
+        Job.objects.filter(queue_name=name, status=JobStatus.COMPLETED, completed_at__gte=start)
+        .annotate(minute=_minute_of("completed_at"), recent=recent)
         .order_by()
-        .values_list("minute")
+        .values_list("minute", "recent")
         .annotate(n=Count("*"))
     )
-    spark = [0] * SPARK_MINUTES
-    for minute, n in per_minute:
+    spark, last_minute = [0] * SPARK_MINUTES, 0
+    for minute, is_recent, n in groups:
         if isinstance(minute, str):
             minute = datetime.fromisoformat(minute.replace(" ", "T")).replace(tzinfo=UTC)
         index = int((minute - start).total_seconds() // 60)
         if 0 <= index < SPARK_MINUTES:
             spark[index] += n
-    last = recent.filter(completed_at__gte=now - timedelta(minutes=1)).order_by()
-    return spark, last.values_list("status")[: COUNT_CAP + 1].count()
+        last_minute += n if is_recent else 0
+    return spark, last_minute
 
 
 def _minute_of(column: str):
