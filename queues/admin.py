@@ -8,7 +8,16 @@ from django.contrib.admin import ActionLocation
 from django.utils.html import format_html
 
 from .exceptions import QueueError
-from .models import Batch, Job, JobDependency, QueuePause, ReaperRun, WorkerProcess, Workflow
+from .models import (
+    Batch,
+    Job,
+    JobCount,
+    JobDependency,
+    QueuePause,
+    ReaperRun,
+    WorkerProcess,
+    Workflow,
+)
 from .queue import JobQueue
 from .templatetags.dashboard import pretty_json
 
@@ -196,3 +205,15 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
     list_display = ["hostname", "pid", "queues", "batch_size", "concurrency", "jobs_held",
                     "jobs_running", "jobs_processed", "last_heartbeat_at"]
     search_fields = ["hostname"]
+
+
+@admin.register(JobCount)
+class JobCountAdmin(ReadOnlyAdmin):
+    """The trigger-kept counts (one row per queue, status and shard)."""
+
+    list_display = ["queue_name", "status", "shard", "n"]
+    list_filter = ["status", "queue_name"]
+    search_fields = ["queue_name"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

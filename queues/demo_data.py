@@ -1,5 +1,6 @@
-"""Sample jobs for `manage.py demo`: several queues with a history of completed, failed and
-dead runs, recurring jobs, a batch and a workflow, all written through `JobQueue`."""
+"""Sample jobs for `manage.py demo`, on the queues that the `demo` app has handlers for
+(`demo/jobs.py`): half an hour of history (completed, failed, retried and dead runs), jobs
+waiting now, recurring reports, a batch and a workflow, all written through `JobQueue`."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ from .api import (
     JobQueue,
     MockClock,
 )
+from .models import Job as JobRow
 
 HISTORY_MINUTES = 28
-
-QUEUES = ["emails", "webhooks", "reports", "images", "billing"]
+QUEUES = ["emails", "reports", "flaky", "slow"]
 TEMPLATES = ["welcome", "password-reset", "invoice", "weekly-digest", "order-shipped"]
-HOOK_ERRORS = [
+FLAKY_ERRORS = [
     "HTTP 503 from https://hooks.example.com/orders",
     "ConnectTimeout: hooks.partner.example:443 did not answer in 10 s",
     "HTTP 410 Gone: endpoint removed by the customer",
@@ -41,46 +42,48 @@ def email(rng: random.Random, **fields) -> Job:
 
 
 def webhook(rng: random.Random) -> Job:
+    """A delivery to a partner's endpoint that fails now and then (the `flaky` handler)."""
     return Job(
-        queue_name="webhooks",
+        queue_name="flaky",
         payload={"url": "https://hooks.example.com/orders", "event": "order.paid",
-                 "order_id": rng.randrange(10**6)},
+                 "order_id": rng.randrange(10**6), "failure_rate": 0.3},
         max_attempts=5,
     )
 
 
+def report(name: str, **payload) -> Job:
+    return Job(queue_name="reports", payload={"report": name, "rows": 2_000, **payload})
+
+
 def load(queue: JobQueue, rng: random.Random | None = None) -> dict[str, int]:
-    """Write the sample jobs; returns how many jobs and queues."""
+    """Write the sample jobs; returns how many jobs and queues there are."""
     rng = rng or random.Random(7)
     _history(queue, rng)
-    queue.enqueue_many([email(rng) for _ in range(25)])
-    queue.enqueue_many([webhook(rng) for _ in range(10)])
-    # Scheduled for later, and urgent.
+    queue.enqueue_many([email(rng) for _ in range(25)] + [webhook(rng) for _ in range(10)])
+    # Scheduled for later, urgent, and slow.
     later = email(rng)
     later.scheduled_at = later.created_at + timedelta(hours=2)
-    queue.enqueue_many([later, email(rng, priority=JobPriority.CRITICAL)])
-    # Recurring reports, one of them disabled.
+    slow = [Job(queue_name="slow", payload={"seconds": s}) for s in (2, 3, 5)]
+    queue.enqueue_many([later, email(rng, priority=JobPriority.CRITICAL), *slow])
+    # Recurring reports (cron with seconds first), one of them disabled.
     cron = [
-        Job(queue_name="reports", payload={"report": "sales-summary"},
+        Job(queue_name="reports", payload={"report": "sales-summary", "rows": 500},
             cron_schedule="0 * * * * *", timezone="UTC"),
-        Job(queue_name="reports", payload={"report": "daily-kpis", "to": "ops@example.com"},
+        Job(queue_name="reports", payload={"report": "daily-kpis", "rows": 5_000},
             cron_schedule="0 0 6 * * *", timezone="Europe/Paris"),
-        Job(queue_name="reports", payload={"report": "quarterly-audit"},
+        Job(queue_name="reports", payload={"report": "quarterly-audit", "rows": 9_000},
             cron_schedule="0 0 0 1 */3 *", timezone="America/New_York"),
     ]
     queue.enqueue_many(cron)
     queue.disable_recurring_job(cron[2].id)
-    # A batch of thumbnails and a workflow of billing steps.
-    album = [Job(queue_name="images", payload={"album": 42, "photo": f"IMG_{i:04}.jpg",
-                                               "sizes": [128, 512]}) for i in range(24)]
-    queue.enqueue_batch(JobBatch("album 42 thumbnails", jobs=album, metadata={"album": "42"}))
-    charge = Job(queue_name="billing", payload={"step": "charge", "invoice": 1001})
-    receipt = Job(queue_name="billing", payload={"step": "receipt", "invoice": 1001})
-    ledger = Job(queue_name="billing", payload={"step": "ledger", "invoice": 1001})
-    group = JobGroup("invoice 1001").add_job(charge)
-    group.then(receipt).then(ledger)
-    queue.enqueue_workflow(group)
-    return {"jobs": Job.objects.using(queue.using).count(), "queues": len(QUEUES)}
+    # A newsletter sent as one batch, and a month-end workflow of reports.
+    newsletter = [email(rng, payload={"to": f"reader{i}@example.com", "template": "newsletter"})
+                  for i in range(24)]
+    queue.enqueue_batch(JobBatch("November newsletter", jobs=newsletter,
+                                 metadata={"campaign": "2026-11"}))
+    extract, summary, mail = report("ledger-extract"), report("month-end"), report("mail-cfo")
+    queue.enqueue_workflow(JobGroup("month-end close").add_job(extract).then(summary).then(mail))
+    return {"jobs": JobRow.objects.using(queue.using).count(), "queues": len(QUEUES)}
 
 
 def _history(queue: JobQueue, rng: random.Random) -> None:
@@ -94,7 +97,7 @@ def _history(queue: JobQueue, rng: random.Random) -> None:
         if minute % 2 == 0:
             past.enqueue_many([webhook(rng) for _ in range(3)])
         clock.advance(timedelta(seconds=20))
-        for name in ("emails", "webhooks"):
+        for name in ("emails", "flaky"):
             for job in past.dequeue(name, DequeueOptions.batch(50)):
                 past.finish_job_run(job, _outcome(job, rng))
         clock.advance(timedelta(seconds=40))
@@ -102,12 +105,12 @@ def _history(queue: JobQueue, rng: random.Random) -> None:
 
 def _outcome(job: Job, rng: random.Random) -> JobOutcome:
     if job.queue_name == "emails":
-        return JobOutcome.completed({"message_id": f"<{job.id.hex[:12]}@mx.example.com>"})
+        return JobOutcome.completed({"sent_to": job.payload["to"]})
     roll = rng.random()
     if roll < 0.1:
-        return JobOutcome.dead(HOOK_ERRORS[2])
+        return JobOutcome.dead(FLAKY_ERRORS[2])
     if roll < 0.35:
-        return JobOutcome.failed(rng.choice(HOOK_ERRORS[:2]))
+        return JobOutcome.failed(rng.choice(FLAKY_ERRORS[:2]))
     return JobOutcome.completed({"status": 200})
 
 

@@ -7,30 +7,50 @@ the run's id, status and token, so a stale run changes nothing.
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db.models import Count, F
+from django.db.models import F
 
 from .clock import SYSTEM_CLOCK, SystemClock
+from .counts import counts_by_queue
 from .engine import dialect_for
 from .engine.graph import Change, Graph
-from .enums import FAILURE_STATUSES, DependencyStatus, JobStatus, PartialFailureMode
-from .exceptions import InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
+from .enums import FAILURE_STATUSES, JobStatus, PartialFailureMode
+from .exceptions import InvalidJobTransition, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, JobBatch, JobGroup
-from .models import Batch, Job, JobDependency, QueuePause, ReaperRun, Workflow
+from .models import Batch, Job, JobDependency, QueuePause
 from .options import DequeueOptions
 from .outcomes import (
-    LEASE_EXPIRED_ERROR,
     JobOutcome,
     RecordedOutcome,
     StaleJobRecovery,
     plan_outcome,
 )
-from .validation import normalize_id, validate_job, validate_queue_name
+from .rules import age_key as _age_key
+from .rules import (
+    batch_result,
+    batch_row,
+    check_outcome,
+    check_retry_time,
+    fail_for_good_fields,
+    note_recovery,
+    prepare_jobs,
+    reaper_outcome,
+    reaper_run_row,
+    record_effects,
+    retry_fields,
+    settle_dependencies,
+    workflow_row,
+)
+from .rules import claim_key as _claim_key
+from .rules import parse_job_id as _job_id
+from .rules import positive_lease as _positive
+from .validation import validate_queue_name
 
 #: What `start_claimed_run` did with a held job.
 STARTED, LOST, RELEASED, CANCELLED = "started", "lost", "released", "cancelled"
@@ -79,11 +99,7 @@ class JobQueue:
         group.validate()
         now = self.now()
         self._prepare(group.jobs, now)
-        workflow = Workflow(
-            id=group.id, name=group.name, failure_policy=group.failure_policy, created_at=now
-        )
-        for job in group.jobs:
-            job.workflow_id = workflow.id
+        workflow = workflow_row(group, now)
 
         def work():
             workflow.save(using=self.using, force_insert=True)
@@ -96,15 +112,7 @@ class JobQueue:
         batch.validate()
         now = self.now()
         self._prepare(batch.jobs, now)
-        row = Batch(
-            id=batch.id,
-            name=batch.name,
-            failure_mode=batch.partial_failure_mode,
-            metadata=batch.metadata,
-            created_at=now,
-        )
-        for job in batch.jobs:
-            job.batch_id = row.id
+        row = batch_row(batch, now)
 
         def work():
             row.save(using=self.using, force_insert=True)
@@ -114,24 +122,7 @@ class JobQueue:
         return row.id
 
     def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
-        if not jobs:
-            return
-        for job in jobs:
-            if not isinstance(job, Job):
-                raise InvalidJob(f"expected a Job, got {type(job).__name__}")
-            if (
-                not isinstance(self.clock, SystemClock)
-                and isinstance(job.scheduled_at, datetime)
-                and isinstance(job.created_at, datetime)
-                and job.scheduled_at.tzinfo is not None
-            ):
-                # A moved clock: keep the delay the job was built with.
-                job.scheduled_at = now + (job.scheduled_at - job.created_at)
-            validate_job(job, now)
-            job.created_at = now
-        ids = [job.id for job in jobs]
-        if len(set(ids)) != len(ids):
-            raise InvalidJob("the same job was given twice")
+        prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
 
     def _insert(self, jobs: list[Job], now: datetime) -> None:
         by_id = {str(job.id): job for job in jobs}
@@ -149,7 +140,7 @@ class JobQueue:
             missing = external - parents.keys()
             if missing:
                 raise InvalidWorkflow(f"unknown dependency: {sorted(missing)[0]}")
-        _settle_dependencies(jobs, by_id, parents, now)
+        settle_dependencies(jobs, by_id, parents, now)
         self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
         edges = [
             JobDependency(job_id=job.id, parent_id=UUID(p)) for job in jobs for p in job.depends_on
@@ -164,13 +155,17 @@ class JobQueue:
         self._graph.apply_tallies(changes, now)
 
     # Claim ------------------------------------------------------------------------------
-    def dequeue(self, queue_name: str, options: DequeueOptions | None = None) -> list[Job]:
+    def dequeue(
+        self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
+    ) -> list[Job]:
+        """`run_token` (default: a new one) lets a caller whose connection dropped during
+        the claim find the jobs if the claim was committed after all."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         if options.batch_size == 0:
             return []
         now = self.now()
-        token = uuid.uuid4()
+        token = run_token or uuid.uuid4()
         expires = now + options.lease_duration
         weights = options.priority_weights
         dialect = self.dialect
@@ -285,33 +280,96 @@ class JobQueue:
 
     def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:
         """Record the outcome of `job`'s run, if it is still Running this run."""
-        if not isinstance(outcome, JobOutcome):
-            raise TypeError("outcome must be a JobOutcome")
-        if outcome.kind == "completed" and outcome.result is not None:
-            from .validation import _check_json
-
-            _check_json(outcome.result, "result")
+        check_outcome(outcome)
         if job.run_token is None:
             return None
         now = self.now()
-        recorded = self._atomic(lambda: self._record(job, outcome, now))
-        return recorded
+        return self._on_copies([job], lambda jobs: self._record(jobs[0], outcome, now))
+
+    def finish_job_runs(
+        self, finished: Sequence[tuple[Job, JobOutcome]]
+    ) -> list[RecordedOutcome | None]:
+        """Record many runs' outcomes in one transaction: what a batch worker does with the
+        jobs it finished. Plain completions (no result, batch, workflow or schedule) are
+        written with one locking read and one UPDATE per claim; the rest one by one."""
+        for _, outcome in finished:
+            check_outcome(outcome)
+        if not finished:
+            return []
+        now = self.now()
+        outcomes = [outcome for _, outcome in finished]
+        return self._on_copies(
+            [job for job, _ in finished],
+            lambda jobs: self._record_many(list(zip(jobs, outcomes, strict=True)), now),
+        )
+
+    def _on_copies(self, jobs: list[Job], write):
+        """Run `write(copies of jobs)` in a transaction; the jobs take the new values only
+        once it committed. A transaction that fails (a dropped connection, a deadlock
+        retried) must leave them as they were, or a retry would take the run for stale."""
+
+        def work():
+            copies = [copy.copy(job) for job in jobs]
+            return copies, write(copies)
+
+        copies, result = self._atomic(work)
+        for job, written in zip(jobs, copies, strict=True):
+            job.__dict__.update(written.__dict__)
+        return result
+
+    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
+        results: list[RecordedOutcome | None] = [None] * len(finished)
+        plain: dict[UUID, list[int]] = {}
+        for index, (job, outcome) in enumerate(finished):
+            if job.run_token is None:
+                continue
+            if _is_plain_completion(job, outcome):
+                plain.setdefault(job.run_token, []).append(index)
+            else:
+                results[index] = self._record(job, outcome, now)
+        completed: list[UUID] = []
+        for token, indexes in plain.items():
+            ids = [finished[i][0].id for i in indexes]
+            # Lock this run's rows first: the UPDATE then writes exactly the rows the lock
+            # found still Running this run, and a stale run among them gets None.
+            still = set(
+                self._jobs()
+                .select_for_update()
+                .filter(id__in=ids, status=JobStatus.RUNNING, run_token=token)
+                .values_list("id", flat=True)
+            )
+            if not still:
+                continue
+            self._jobs().filter(id__in=still).update(
+                status=JobStatus.COMPLETED,
+                completed_at=now,
+                result=None,
+                run_token=None,
+                lease_expires_at=None,
+            )
+            for i in indexes:
+                job = finished[i][0]
+                if job.id in still:
+                    job.status, job.completed_at = JobStatus.COMPLETED, now
+                    job.run_token = job.lease_expires_at = None
+                    results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+                    completed.append(job.id)
+        if completed:
+            parents = set(
+                JobDependency.objects.using(self.using)
+                .filter(parent_id__in=completed)
+                .values_list("parent_id", flat=True)
+            )
+            for i, (job, _) in enumerate(finished):
+                if job.id in parents and results[i] is not None:
+                    results[i].unblocked = self._graph.release_dependents(job.id)
+        return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         plan = plan_outcome(job, outcome, now, self.rng)
         if not self._run(job).update(**plan.fields):
             return None
-        for name, value in plan.fields.items():
-            setattr(job, name, value)
-        recorded = RecordedOutcome(status=plan.status, next_run_at=plan.next_run_at)
-        changes: list[Change] = [(job.batch_id, job.workflow_id, JobStatus.RUNNING, plan.status)]
-        if plan.completed:
-            recorded.unblocked = self._graph.release_dependents(job.id)
-        if plan.terminal_failure:
-            recorded.cancelled, more = self._graph.after_terminal_failure(job, now)
-            changes += more
-        self._graph.apply_tallies(changes, now)
-        return recorded
+        return record_effects(self._graph, job, plan, now)
 
     # Reaper -----------------------------------------------------------------------------
     def requeue_stale_jobs(
@@ -331,28 +389,14 @@ class JobQueue:
                 job = jobs.get(job_id)
                 if job is None or job.run_token != token:
                     continue
-                if job.attempts >= job.max_attempts:
-                    outcome = JobOutcome.dead(LEASE_EXPIRED_ERROR)
-                else:
-                    outcome = JobOutcome.retry(now, LEASE_EXPIRED_ERROR)
-                recorded = self._record(job, outcome, now)
-                if recorded is None:
-                    continue
-                if recorded.status == JobStatus.DEAD:
-                    recovery.dead.append(job_id)
-                else:
-                    recovery.requeued.append(job_id)
+                recorded = self._record(job, reaper_outcome(job, now), now)
+                if recorded is not None:
+                    note_recovery(recovery, job_id, recorded)
             return len(expired)
 
         while self._atomic(one_pass) == REAPER_BATCH:
             pass
-        ReaperRun.objects.using(self.using).create(
-            ran_at=now,
-            ran_by=ran_by[:255],
-            queue_name=queue_name,
-            requeued_ids=[str(i) for i in recovery.requeued],
-            dead_ids=[str(i) for i in recovery.dead],
-        )
+        reaper_run_row(recovery, now, ran_by, queue_name).save(using=self.using)
         return recovery
 
     # Pause ------------------------------------------------------------------------------
@@ -398,34 +442,21 @@ class JobQueue:
     def retry_job(self, job_id: UUID | str, at: datetime | None = None) -> None:
         """Back to Pending, scheduled at `at` (default now). A terminal job gets its attempts
         back; a Running job's current run is fenced out."""
-        if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
-            raise InvalidJob("retry time must be a timezone-aware datetime")
+        check_retry_time(at)
         now = self.now()
 
         def work():
             job = self._locked(job_id)
-            if job.status in (JobStatus.COMPLETED, JobStatus.ARCHIVED) and not job.cron_schedule:
-                raise InvalidJobTransition(f"job {job.id} is {job.status}; it cannot be retried")
-            fields = {
-                "status": JobStatus.PENDING,
-                "scheduled_at": at or now,
-                "started_at": None,
-                "last_heartbeat_at": None,
-                "lease_expires_at": None,
-                "run_token": None,
-            }
-            if job.status in FAILURE_STATUSES:
-                fields.update(attempts=0, failed_at=None, timed_out_at=None)
-            if job.dependency_status == DependencyStatus.FAILED:
-                blocked = (
+
+            def blocked() -> bool:
+                return (
                     JobDependency.objects.using(self.using)
                     .filter(job_id=job.id)
                     .exclude(parent__status=JobStatus.COMPLETED)
                     .exists()
                 )
-                fields["dependency_status"] = (
-                    DependencyStatus.WAITING if blocked else DependencyStatus.SATISFIED
-                )
+
+            fields = retry_fields(job, at or now, blocked)
             self._jobs().filter(id=job.id).update(**fields)
             self._graph.apply_tallies(
                 [(job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)], now
@@ -446,17 +477,9 @@ class JobQueue:
 
         def work():
             job = self._locked(job_id)
-            if job.status not in (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING):
-                raise InvalidJobTransition(f"job {job.id} is {job.status}, not Pending or Running")
+            fields = fail_for_good_fields(job, status, reason, now)
             old = job.status
-            self._jobs().filter(id=job.id).update(
-                status=status,
-                error_message=reason,
-                failed_at=now,
-                run_token=None,
-                lease_expires_at=None,
-                recurring=False,
-            )
+            self._jobs().filter(id=job.id).update(**fields)
             job.status = status
             _, changes = self._graph.after_terminal_failure(job, now)
             self._graph.apply_tallies([(job.batch_id, job.workflow_id, old, status), *changes], now)
@@ -478,20 +501,16 @@ class JobQueue:
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
-        counts = dict.fromkeys(JobStatus.values, 0)
-        rows = (
-            self._jobs()
-            .filter(queue_name=queue_name)
-            .order_by()
-            .values_list("status")
-            .annotate(n=Count("id"))
-        )
-        for status, n in rows:
-            counts[status] = n
-        return counts
+        """Exact counts, read from the trigger-kept `JobCount` rows (a few rows, never a
+        scan of the jobs table)."""
+        counts = counts_by_queue(self.using, queue_name)
+        return counts.get(queue_name) or dict.fromkeys(JobStatus.values, 0)
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
-        return list(self._jobs().filter(batch_id=_job_id(batch_id)).order_by("created_at", "id"))
+        jobs = self._jobs().filter(batch_id=_job_id(batch_id))
+        # Sorted here, not in SQL: MariaDB orders its native UUIDs by their last group first,
+        # and every queue must list a batch in the same order.
+        return sorted(jobs, key=lambda job: (job.created_at, str(job.id)))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
         batch = Batch.objects.using(self.using).filter(id=_job_id(batch_id)).first()
@@ -504,61 +523,14 @@ class JobQueue:
                 .filter(batch_id=batch.id, status__in=list(FAILURE_STATUSES))
                 .values_list("id", "error_message")[:1000]
             )
-        return BatchResult(
-            batch_id=batch.id,
-            status=batch.status,
-            total_jobs=batch.total_jobs,
-            completed_jobs=batch.completed_jobs,
-            failed_jobs=batch.failed_jobs,
-            pending_jobs=batch.pending_jobs,
-            created_at=batch.created_at,
-            completed_at=batch.completed_at,
-            job_errors=errors,
-        )
+        return batch_result(batch, errors)
 
 
-def _claim_key(job: Job):
-    return (-job.priority, job.scheduled_at, str(job.id))
-
-
-def _age_key(job: Job):
-    return (job.scheduled_at, str(job.id))
-
-
-def _job_id(value) -> UUID:
-    try:
-        return UUID(normalize_id(value))
-    except InvalidWorkflow as exc:
-        raise InvalidJob(f"{value!r} is not a job id") from exc
-
-
-def _positive(lease: timedelta) -> timedelta:
-    if not isinstance(lease, timedelta) or lease <= timedelta(0):
-        raise ValueError("a lease must be a positive timedelta")
-    return lease
-
-
-def _settle_dependencies(jobs, by_id, parents, now) -> None:
-    """Each new job with dependencies starts waiting, satisfied (every parent already
-    completed) or failed (a parent already failed for good)."""
-    status_of = dict(parents)
-    changed = True
-    while changed:
-        changed = False
-        for job in jobs:
-            if not job.depends_on or job.status == JobStatus.FAILED:
-                continue
-            statuses = [status_of.get(p) or by_id[p].status for p in job.depends_on]
-            failed = [
-                p for p, s in zip(job.depends_on, statuses, strict=True) if s in FAILURE_STATUSES
-            ]
-            if failed:
-                job.status = JobStatus.FAILED
-                job.dependency_status = DependencyStatus.FAILED
-                job.error_message = f"Dependency failed: job {failed[0]} failed"
-                job.failed_at = now
-                changed = True
-            elif all(s == JobStatus.COMPLETED for s in statuses):
-                job.dependency_status = DependencyStatus.SATISFIED
-            else:
-                job.dependency_status = DependencyStatus.WAITING
+def _is_plain_completion(job: Job, outcome: JobOutcome) -> bool:
+    return (
+        outcome.kind == "completed"
+        and outcome.result is None
+        and not job.batch_id
+        and not job.workflow_id
+        and not job.cron_schedule
+    )

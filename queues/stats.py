@@ -1,18 +1,19 @@
 """Read-only queries behind the dashboard. Every write goes through `JobQueue`; this module
-only reads, and every query is bounded by an index and a LIMIT (no COUNT(*) per page, no
-OFFSET), so the pages stay fast on a table of a million jobs."""
+only reads. Counts come from the trigger-kept `JobCount` rows (`queues.counts`), never from a
+COUNT(*) of the jobs table; every other query is bounded by an index and a LIMIT, so the
+pages stay fast on a table of a million jobs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
 
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Case, Count, Q, Value, When
 from django.db.models.functions import Substr, TruncMinute
 from django.utils import timezone
 
+from .counts import counts_by_queue
 from .enums import JobStatus
 from .models import Job, QueuePause, ReaperRun, WorkerProcess
 
@@ -26,9 +27,6 @@ STATUS_COLUMNS = [
     JobStatus.TIMED_OUT,
 ]
 SPARK_MINUTES = 30
-#: Counts stop at this many (shown as "5k+"): exact counts of millions of rows would cost
-#: a scan each time the page polls.
-COUNT_CAP = 5_000
 #: A worker whose heartbeat is older than this is shown as stale.
 WORKER_STALE_AFTER = timedelta(seconds=60)
 
@@ -43,9 +41,8 @@ class QueueRow:
     pause: QueuePause | None = None
 
     @property
-    def status_cells(self) -> list[tuple[str, int, bool]]:
-        """(status, count, capped) per status column; a capped count means "at least"."""
-        return [count_cell(s, self.counts.get(s.value, 0)) for s in STATUS_COLUMNS]
+    def status_cells(self) -> list[tuple[str, int]]:
+        return [(s.value, self.counts.get(s.value, 0)) for s in STATUS_COLUMNS]
 
 
 @dataclass
@@ -55,82 +52,27 @@ class Overview:
     workers_alive: int
 
     @property
-    def total_cells(self) -> list[tuple[str, int, bool]]:
-        cells = []
-        for status in STATUS_COLUMNS:
-            counts = [q.counts.get(status.value, 0) for q in self.queues]
-            capped = any(n > COUNT_CAP for n in counts)
-            cells.append((status.value, sum(min(n, COUNT_CAP) for n in counts), capped))
-        return cells
-
-
-def count_cell(status: JobStatus, n: int) -> tuple[str, int, bool]:
-    return (status.value, min(n, COUNT_CAP), n > COUNT_CAP)
-
-
-def queue_names(limit: int = 200) -> list[str]:
-    """The distinct queue names, one index seek each (a loose index scan): no scan of the
-    table however many jobs each queue holds."""
-    names: list[str] = []
-    last = ""
-    jobs = Job.objects.order_by("queue_name").values_list("queue_name", flat=True)
-    while len(names) < limit:
-        name = jobs.filter(queue_name__gt=last).first()
-        if name is None:
-            break
-        names.append(name)
-        last = name
-    return names
+    def total_cells(self) -> list[tuple[str, int]]:
+        return [(s.value, sum(q.counts.get(s.value, 0) for q in self.queues))
+                for s in STATUS_COLUMNS]
 
 
 def queue_counts(name: str, using: str = "default") -> dict[str, int]:
-    """Jobs per status in `name`, exact up to COUNT_CAP (above it COUNT_CAP + 1: "at least").
-
-    Each count reads at most COUNT_CAP + 1 entries of the (queue_name, status, created_at)
-    index, so a queue of millions costs no more than one of ten thousand; the counts of all
-    statuses travel in one statement (a UNION ALL of the ORM's own capped subqueries)."""
-    sql = _counts_sql(connections[using].vendor, using, COUNT_CAP)
-    params = [value for status in STATUS_COLUMNS for value in (name, status.value)]
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, params)
-        counts = [row[0] for row in cursor.fetchall()]
-    return {status.value: n for status, n in zip(STATUS_COLUMNS, counts, strict=True)}
-
-
-@cache
-def _counts_sql(vendor: str, using: str, cap: int) -> str:
-    """The statement of `queue_counts`, compiled by the ORM once (the overview asks for it
-    once per queue at every poll, and building six querysets each time costs more than
-    running them)."""
-    terms = []
-    for status in STATUS_COLUMNS:
-        # status is in the index; selecting the primary key would read the table.
-        capped = (
-            Job.objects.using(using)
-            .filter(queue_name=_QUEUE_MARK, status=status)
-            .order_by()
-            .values_list("status")[: cap + 1]
-        )
-        sql, params = capped.query.sql_with_params()
-        if list(params) != [_QUEUE_MARK, status.value]:
-            raise AssertionError(f"unexpected parameters: {params!r}")
-        terms.append(f"SELECT COUNT(*) FROM ({sql}) capped_{len(terms)}")
-    return " UNION ALL ".join(terms)
-
-
-_QUEUE_MARK = "\x00queue"
+    """Jobs per status in queue `name` (exact, from the trigger-kept counts)."""
+    counts = counts_by_queue(using, name).get(name, {})
+    return {status.value: counts.get(status.value, 0) for status in STATUS_COLUMNS}
 
 
 def overview(now: datetime | None = None) -> Overview:
     now = now or timezone.now()
     pauses = {p.queue_name: p for p in QueuePause.objects.all()}
-    names = sorted(set(queue_names()) | pauses.keys())
+    counts = counts_by_queue()
     rows = []
-    for name in names:
-        row = QueueRow(name, counts=queue_counts(name), pause=pauses.get(name))
-        if row.counts[JobStatus.COMPLETED]:
+    for name in sorted(counts.keys() | pauses.keys()):
+        row = QueueRow(name, counts=counts.get(name, {}), pause=pauses.get(name))
+        if row.counts.get(JobStatus.COMPLETED):
             row.spark, row.last_minute = throughput(name, now)
-        if row.counts[JobStatus.PENDING]:
+        if row.counts.get(JobStatus.PENDING):
             row.oldest_pending_at = (
                 Job.objects.filter(queue_name=name, status=JobStatus.PENDING)
                 .order_by("created_at")

@@ -139,13 +139,7 @@ class Graph:
 
     # Tallies ----------------------------------------------------------------------------
     def apply_tallies(self, changes: Iterable[Change], now: datetime) -> None:
-        batches: dict[UUID, list[int]] = defaultdict(lambda: [0, 0, 0])
-        workflows: dict[UUID, list[int]] = defaultdict(lambda: [0, 0, 0])
-        for batch_id, workflow_id, old, new in changes:
-            delta = _delta(old, new)
-            for key, table in ((batch_id, batches), (workflow_id, workflows)):
-                if key is not None and any(delta):
-                    table[key] = [a + b for a, b in zip(table[key], delta, strict=True)]
+        batches, workflows = tally(changes)
         for batch_id in sorted(batches, key=str):
             self._update_batch(batch_id, batches[batch_id], now)
         for workflow_id in sorted(workflows, key=str):
@@ -155,21 +149,13 @@ class Graph:
         batch = Batch.objects.using(self.using).select_for_update().filter(id=batch_id).first()
         if batch is None:
             return
-        total = batch.total_jobs + delta[0]
-        completed = batch.completed_jobs + delta[1]
-        failed = batch.failed_jobs + delta[2]
-        status = batch_status(batch.failure_mode, total, completed, failed)
-        finished = status in (
-            BatchStatus.COMPLETED,
-            BatchStatus.FAILED,
-            BatchStatus.PARTIALLY_FAILED,
-        )
+        status, completed_at = batch_state(batch, delta, now)
         Batch.objects.using(self.using).filter(id=batch_id).update(
             total_jobs=F("total_jobs") + delta[0],
             completed_jobs=F("completed_jobs") + delta[1],
             failed_jobs=F("failed_jobs") + delta[2],
             status=status,
-            completed_at=(batch.completed_at or now) if finished else None,
+            completed_at=completed_at,
         )
 
     def _update_workflow(self, workflow_id, delta, now) -> None:
@@ -178,27 +164,55 @@ class Graph:
         )
         if workflow is None:
             return
-        total = workflow.total_jobs + delta[0]
-        completed = workflow.completed_jobs + delta[1]
-        failed = workflow.failed_jobs + delta[2]
-        if workflow.status == WorkflowStatus.CANCELLED:
-            status = WorkflowStatus.CANCELLED
-        elif failed and workflow.failure_policy == FailurePolicy.FAIL_FAST:
-            status = WorkflowStatus.FAILED
-        elif total and completed + failed >= total:
-            status = WorkflowStatus.FAILED if failed else WorkflowStatus.COMPLETED
-        else:
-            status = WorkflowStatus.RUNNING
+        status, completed_at, failed_at = workflow_state(workflow, delta, now)
         Workflow.objects.using(self.using).filter(id=workflow_id).update(
             total_jobs=F("total_jobs") + delta[0],
             completed_jobs=F("completed_jobs") + delta[1],
             failed_jobs=F("failed_jobs") + delta[2],
             status=status,
-            completed_at=(workflow.completed_at or now)
-            if status == WorkflowStatus.COMPLETED
-            else None,
-            failed_at=(workflow.failed_at or now) if status == WorkflowStatus.FAILED else None,
+            completed_at=completed_at,
+            failed_at=failed_at,
         )
+
+
+def tally(changes: Iterable[Change]) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
+    """The [total, completed, failed] change of each batch and workflow that `changes` touch."""
+    batches: dict[UUID, list[int]] = defaultdict(lambda: [0, 0, 0])
+    workflows: dict[UUID, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for batch_id, workflow_id, old, new in changes:
+        delta = _delta(old, new)
+        for key, table in ((batch_id, batches), (workflow_id, workflows)):
+            if key is not None and any(delta):
+                table[key] = [a + b for a, b in zip(table[key], delta, strict=True)]
+    return batches, workflows
+
+
+def batch_state(batch, delta: list[int], now: datetime) -> tuple[str, datetime | None]:
+    """A batch's status and completion time once `delta` is added to its tallies."""
+    total = batch.total_jobs + delta[0]
+    completed = batch.completed_jobs + delta[1]
+    failed = batch.failed_jobs + delta[2]
+    status = batch_status(batch.failure_mode, total, completed, failed)
+    finished = status in (BatchStatus.COMPLETED, BatchStatus.FAILED, BatchStatus.PARTIALLY_FAILED)
+    return status, (batch.completed_at or now) if finished else None
+
+
+def workflow_state(workflow, delta: list[int], now: datetime):
+    """A workflow's status, completion and failure times once `delta` is added to its tallies."""
+    total = workflow.total_jobs + delta[0]
+    completed = workflow.completed_jobs + delta[1]
+    failed = workflow.failed_jobs + delta[2]
+    if workflow.status == WorkflowStatus.CANCELLED:
+        status = WorkflowStatus.CANCELLED
+    elif failed and workflow.failure_policy == FailurePolicy.FAIL_FAST:
+        status = WorkflowStatus.FAILED
+    elif total and completed + failed >= total:
+        status = WorkflowStatus.FAILED if failed else WorkflowStatus.COMPLETED
+    else:
+        status = WorkflowStatus.RUNNING
+    completed_at = (workflow.completed_at or now) if status == WorkflowStatus.COMPLETED else None
+    failed_at = (workflow.failed_at or now) if status == WorkflowStatus.FAILED else None
+    return status, completed_at, failed_at
 
 
 def category(status: str | None) -> int:

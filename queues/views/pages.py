@@ -31,7 +31,7 @@ def queue_detail(request, name: str):
     jobs = list_jobs(flt, request.GET.get("after", ""), present)
     return "dashboard/queue.html", {
         "name": name,
-        "counts": [stats.count_cell(s, counts[s.value]) for s in stats.STATUS_COLUMNS],
+        "counts": list(counts.items()),
         "pause": pause,
         "filter": flt,
         "page": jobs,

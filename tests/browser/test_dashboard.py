@@ -50,18 +50,18 @@ def test_overview_counts_change_live_without_a_reload(sample, page, live_server)
 
 
 def test_pause_and_resume_with_the_toggle(sample, page, live_server):
-    row = page.locator('tr[data-queue="webhooks"]')
-    row.get_by_role("button", name="Pause webhooks").click()
+    row = page.locator('tr[data-queue="flaky"]')
+    row.get_by_role("button", name="Pause flaky").click()
     expect(row.locator(".badge.paused")).to_contain_text("Paused by browser")
-    expect(page.locator("#flash")).to_contain_text("Paused webhooks")
-    assert sample.is_queue_paused("webhooks")
-    row.get_by_role("button", name="Resume webhooks").click()
+    expect(page.locator("#flash")).to_contain_text("Paused flaky")
+    assert sample.is_queue_paused("flaky")
+    row.get_by_role("button", name="Resume flaky").click()
     expect(row.locator(".badge.paused")).to_have_count(0)
-    assert not sample.is_queue_paused("webhooks")
+    assert not sample.is_queue_paused("flaky")
 
 
 def test_retry_a_dead_job_from_its_page(sample, page, live_server):
-    dead = Job.objects.filter(queue_name="webhooks", status=JobStatus.DEAD).first()
+    dead = Job.objects.filter(queue_name="flaky", status=JobStatus.DEAD).first()
     page.goto(f"{live_server.url}/jobs/{dead.id}/")
     expect(page.locator("h1 .pill")).to_have_text("Dead")
     screenshot(page, "job")
@@ -86,13 +86,13 @@ def test_run_the_reaper_and_see_the_result(page, live_server, engine):
 
 
 def test_queue_page_filters_and_bulk_retries(sample, page, live_server):
-    page.goto(f"{live_server.url}/queues/webhooks/")
+    page.goto(f"{live_server.url}/queues/flaky/")
     expect(page.locator("#queue-jobs tbody tr").first).to_be_visible()
     screenshot(page, "queue")
     page.select_option("select[name=status]", "Dead")
     page.get_by_role("button", name="Filter").click()
     rows = page.locator("#queue-jobs tbody tr")
-    dead = Job.objects.filter(queue_name="webhooks", status=JobStatus.DEAD).count()
+    dead = Job.objects.filter(queue_name="flaky", status=JobStatus.DEAD).count()
     assert dead > 2
     expect(rows).to_have_count(dead)
     for box in page.locator("#queue-jobs input.pick").all()[:2]:

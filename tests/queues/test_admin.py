@@ -10,7 +10,15 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from queues.api import Job, JobQueue, JobStatus
-from queues.models import Batch, JobDependency, QueuePause, ReaperRun, WorkerProcess, Workflow
+from queues.models import (
+    Batch,
+    JobCount,
+    JobDependency,
+    QueuePause,
+    ReaperRun,
+    WorkerProcess,
+    Workflow,
+)
 from tests.conftest import unique_queue
 
 pytestmark = pytest.mark.django_db
@@ -44,15 +52,16 @@ def _act(client, model: str, action: str, ids):
 
 
 def test_every_model_is_registered():
-    for model in (Job, Batch, Workflow, JobDependency, QueuePause, ReaperRun, WorkerProcess):
+    for model in (Job, Batch, Workflow, JobDependency, JobCount, QueuePause, ReaperRun,
+                  WorkerProcess):
         assert admin.site.is_registered(model), model
 
 
 def test_changelists_and_filters_render(superuser_client, engine):
     queue = unique_queue("adm")
     job_id = _job(engine, queue, dead=True)
-    for model in ("job", "batch", "workflow", "jobdependency", "queuepause", "reaperrun",
-                  "workerprocess"):
+    for model in ("job", "batch", "workflow", "jobdependency", "jobcount", "queuepause",
+                  "reaperrun", "workerprocess"):
         url = reverse(f"admin:queues_{model}_changelist")
         assert superuser_client.get(url).status_code == 200, model
     url = reverse("admin:queues_job_changelist")

@@ -31,20 +31,22 @@ def test_throughput_per_minute_and_in_the_last_minute():
     assert max(spark) == 2  # the two of five minutes ago share a minute
 
 
-def test_counts_are_exact_below_the_cap_and_capped_above(monkeypatch):
-    name, queue = unique_queue("cap"), JobQueue()
-    queue.enqueue_many([Job(queue_name=name) for _ in range(3)])
-    assert stats.queue_counts(name)["Pending"] == 3
-    monkeypatch.setattr(stats, "COUNT_CAP", 2)
-    assert stats.queue_counts(name)["Pending"] == 3  # COUNT_CAP + 1: "at least"
-    assert stats.count_cell(stats.STATUS_COLUMNS[0], 3) == ("Pending", 2, True)
+def test_queue_counts_are_the_exact_counts_of_the_engine():
+    name, queue = unique_queue("cnt"), JobQueue()
+    ids = queue.enqueue_many([Job(queue_name=name) for _ in range(3)])
+    queue.mark_job_dead(ids[0], "x")
+    counts = stats.queue_counts(name)
+    assert counts["Pending"] == 2 and counts["Dead"] == 1 and counts["Completed"] == 0
+    assert {k: v for k, v in counts.items() if v} == {
+        k: v for k, v in queue.get_job_counts_by_status(name).items() if v
+    }
 
 
-def test_queue_names_and_oldest_pending():
+def test_overview_lists_queues_and_oldest_pending():
     first, second = unique_queue("a"), unique_queue("b")
     queue = JobQueue()
     queue.enqueue(Job(queue_name=first))
     queue.enqueue(Job(queue_name=second))
-    assert {first, second} <= set(stats.queue_names())
-    row = next(r for r in stats.overview().queues if r.name == first)
-    assert row.oldest_pending_at is not None
+    rows = {r.name: r for r in stats.overview().queues}
+    assert {first, second} <= rows.keys()
+    assert rows[first].oldest_pending_at is not None

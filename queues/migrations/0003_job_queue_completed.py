@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('queues', '0001_initial'),
+        ('queues', '0002_job_counts'),
     ]
 
     operations = [

@@ -1,0 +1,252 @@
+"""TestQueue's store: jobs, dependency edges, batches, workflows, pauses and reaper runs in
+plain dicts, with the side effects of outcomes that `engine/graph.py` writes in SQL (dependents
+released or failed, workflow failure policies, fail-fast batches, tallies).
+
+The store holds its own copies: what goes in is copied, and what comes out is copied again,
+so a caller never shares an object with it. It has no lock of its own: TestQueue holds one
+around every use.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from uuid import UUID
+
+from django.utils import timezone
+
+from ..engine.graph import Change, batch_state, tally, workflow_state
+from ..enums import (
+    FAILURE_STATUSES,
+    DependencyStatus,
+    FailurePolicy,
+    JobStatus,
+    PartialFailureMode,
+)
+from ..exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
+from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
+from ..rules import claim_key, settle_dependencies
+
+#: The JSON columns: stored as the database would store them (a JSON round trip).
+_JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on")
+_COLUMNS = Job._meta.concrete_fields
+_CLAIMABLE_DEPENDENCY = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
+
+
+def copied(obj):
+    """A copy that shares nothing with `obj` (a model instance or a list of them)."""
+    return copy.deepcopy(obj)
+
+
+def write(job: Job, fields: dict) -> None:
+    """Set columns of a stored job as the database would store them: JSON columns through a
+    JSON round trip, times in UTC."""
+    for name, value in fields.items():
+        if name in _JSON_FIELDS and value is not None:
+            value = json.loads(json.dumps(value))
+        elif isinstance(value, datetime):
+            if timezone.is_naive(value):  # as Django's DateTimeField takes it
+                warnings.warn(
+                    f"DateTimeField Job.{name} received a naive datetime ({value}) while time "
+                    "zone support is active.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                value = timezone.make_aware(value)
+            value = value.astimezone(UTC)
+        setattr(job, name, value)
+
+
+class Store:
+    def __init__(self) -> None:
+        self.jobs: dict[UUID, Job] = {}
+        self.parents: dict[UUID, list[UUID]] = {}  # a job -> the jobs it waits for
+        self.children: defaultdict[UUID, list[UUID]] = defaultdict(list)  # and back
+        self.batches: dict[UUID, Batch] = {}
+        self.workflows: dict[UUID, Workflow] = {}
+        self.pauses: dict[str, QueuePause] = {}
+        self.reaper_runs: list[ReaperRun] = []
+
+    # Jobs -------------------------------------------------------------------------------
+    def locked(self, job_id: UUID) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise JobNotFound(f"no job {job_id}")
+        return job
+
+    def run(self, job: Job) -> Job | None:
+        """The stored job if `job` is still Running this run (id, status and token match)."""
+        if job.run_token is None:
+            return None
+        stored = self.jobs.get(job.id)
+        if stored is None or stored.status != JobStatus.RUNNING:
+            return None
+        return stored if stored.run_token == job.run_token else None
+
+    def insert(self, jobs: list[Job], now: datetime, group: Batch | Workflow | None = None):
+        """Insert prepared jobs and the batch or workflow they belong to: all or nothing."""
+        if isinstance(group, Batch) and group.id in self.batches:
+            raise InvalidBatch(f"batch {group.id} already exists")
+        if isinstance(group, Workflow) and group.id in self.workflows:
+            raise InvalidWorkflow(f"workflow {group.id} already exists")
+        by_id = {str(job.id): job for job in jobs}
+        external = {p for job in jobs for p in job.depends_on if p not in by_id}
+        missing = sorted(p for p in external if UUID(p) not in self.jobs)
+        if missing:
+            raise InvalidWorkflow(f"unknown dependency: {missing[0]}")
+        taken = [job.id for job in jobs if job.id in self.jobs]
+        if taken:
+            raise InvalidJob(f"job {taken[0]} already exists")
+        parents = {p: self.jobs[UUID(p)].status for p in external}
+        settle_dependencies(jobs, by_id, parents, now)
+        if isinstance(group, Batch):
+            self.batches[group.id] = copied(group)
+        elif isinstance(group, Workflow):
+            self.workflows[group.id] = copied(group)
+        for job in jobs:
+            stored = copied(job)
+            write(stored, {field.attname: getattr(job, field.attname) for field in _COLUMNS})
+            self.jobs[job.id] = stored
+            self.parents[job.id] = [UUID(p) for p in job.depends_on]
+            for parent in self.parents[job.id]:
+                self.children[parent].append(job.id)
+        self.apply_tallies([(job.batch_id, job.workflow_id, None, job.status) for job in jobs], now)
+
+    def delete(self, job: Job) -> None:
+        """Remove a job and its edges both ways (the database's cascade)."""
+        del self.jobs[job.id]
+        for parent in self.parents.pop(job.id, []):
+            if parent in self.children:
+                self.children[parent].remove(job.id)
+        for child in self.children.pop(job.id, []):
+            self.parents[child].remove(job.id)
+
+    def claimable(self, queue_name: str, now: datetime) -> list[Job]:
+        """The claim's eligibility rules (see `queues/sql/`), but for the pause."""
+        return [
+            job
+            for job in self.jobs.values()
+            if job.queue_name == queue_name
+            and job.status == JobStatus.PENDING
+            and job.scheduled_at <= now
+            and job.dependency_status in _CLAIMABLE_DEPENDENCY
+            and (job.cron_schedule is None or job.recurring)
+        ]
+
+    def expired_leases(self, now: datetime, queue_name: str | None) -> list[Job]:
+        expired = [
+            job
+            for job in self.jobs.values()
+            if job.status == JobStatus.RUNNING
+            and job.lease_expires_at < now
+            and (queue_name is None or job.queue_name == queue_name)
+        ]
+        return sorted(expired, key=lambda job: (job.lease_expires_at, str(job.id)))
+
+    def in_batch(self, batch_id: UUID) -> list[Job]:
+        return [job for job in self.jobs.values() if job.batch_id == batch_id]
+
+    def fail_fast_error(self, batch_id: UUID | None) -> str | None:
+        """The error for a held job of a fail-fast batch that failed meanwhile, else None."""
+        batch = self.batches.get(batch_id) if batch_id else None
+        if batch is None or batch.failure_mode != PartialFailureMode.FAIL_FAST:
+            return None
+        if batch.status != "Failed":
+            return None
+        failures = sorted(
+            (
+                job
+                for job in self.in_batch(batch_id)
+                if job.status in FAILURE_STATUSES
+                and not (job.error_message or "").startswith("Batch failed")
+            ),
+            key=claim_key,
+        )
+        first = failures[0].id if failures else None
+        return f"Batch failed: job {first} failed (fail-fast mode)"
+
+    def blocked(self, job_id: UUID) -> bool:
+        """Whether a job waits for a parent that is not Completed."""
+        return any(self.jobs[p].status != JobStatus.COMPLETED for p in self.parents.get(job_id, []))
+
+    # Dependencies -----------------------------------------------------------------------
+    def release_dependents(self, parent_id: UUID) -> list[UUID]:
+        """Mark the waiting dependents of a completed job whose parents are all Completed."""
+        waiting = sorted(
+            child
+            for child in self.children.get(parent_id, [])
+            if self.jobs[child].dependency_status == DependencyStatus.WAITING
+        )
+        ready = [child for child in waiting if not self.blocked(child)]
+        for child in ready:
+            self.jobs[child].dependency_status = DependencyStatus.SATISFIED
+        return ready
+
+    def transitive_dependents(self, job_id: UUID) -> set[UUID]:
+        seen: set[UUID] = set()
+        frontier = {job_id}
+        while frontier:
+            children = {c for p in frontier for c in self.children.get(p, [])}
+            frontier = children - seen - {job_id}
+            seen |= frontier
+        return seen
+
+    # Terminal failures ------------------------------------------------------------------
+    def after_terminal_failure(self, job, now: datetime) -> tuple[list[UUID], list[Change]]:
+        """Fail what can no longer run because `job` failed for good."""
+        cancelled: list[UUID] = []
+        changes: list[Change] = []
+        policy = FailurePolicy.CONTINUE_ON_FAILURE
+        workflow = self.workflows.get(job.workflow_id) if job.workflow_id else None
+        if workflow is not None:
+            policy = workflow.failure_policy or policy
+        if policy == FailurePolicy.FAIL_FAST:
+            targets = [j for j in self.jobs.values() if j.workflow_id == job.workflow_id]
+            error = f"Workflow failed: job {job.id} failed (fail-fast policy)"
+            self._fail_pending(targets, error, now, cancelled, changes, dependency_failed=True)
+        elif policy == FailurePolicy.CONTINUE_ON_FAILURE:
+            targets = [self.jobs[i] for i in self.transitive_dependents(job.id)]
+            error = f"Dependency failed: job {job.id} failed"
+            self._fail_pending(targets, error, now, cancelled, changes, dependency_failed=True)
+        # FailurePolicy.MANUAL: dependents keep waiting until an operator retries the job.
+        batch = self.batches.get(job.batch_id) if job.batch_id else None
+        if batch is not None and batch.failure_mode == PartialFailureMode.FAIL_FAST:
+            error = f"Batch failed: job {job.id} failed (fail-fast mode)"
+            self._fail_pending(self.in_batch(job.batch_id), error, now, cancelled, changes)
+        return cancelled, changes
+
+    def _fail_pending(self, targets, error, now, cancelled, changes, dependency_failed=False):
+        rows = sorted((j for j in targets if j.status == JobStatus.PENDING), key=lambda j: j.id)
+        fields = {"status": JobStatus.FAILED, "error_message": error, "failed_at": now}
+        if dependency_failed:
+            fields["dependency_status"] = DependencyStatus.FAILED
+        for job in rows:
+            write(job, fields)
+            cancelled.append(job.id)
+            changes.append((job.batch_id, job.workflow_id, JobStatus.PENDING, JobStatus.FAILED))
+
+    # Tallies ----------------------------------------------------------------------------
+    def apply_tallies(self, changes: Iterable[Change], now: datetime) -> None:
+        batches, workflows = tally(changes)
+        for batch_id, delta in batches.items():
+            batch = self.batches.get(batch_id)
+            if batch is not None:
+                batch.status, batch.completed_at = batch_state(batch, delta, now)
+                _add(batch, delta)
+        for workflow_id, delta in workflows.items():
+            workflow = self.workflows.get(workflow_id)
+            if workflow is not None:
+                workflow.status, workflow.completed_at, workflow.failed_at = workflow_state(
+                    workflow, delta, now
+                )
+                _add(workflow, delta)
+
+
+def _add(record: Batch | Workflow, delta: list[int]) -> None:
+    record.total_jobs += delta[0]
+    record.completed_jobs += delta[1]
+    record.failed_jobs += delta[2]

@@ -1,0 +1,226 @@
+"""Pure rules shared by the database queue and TestQueue: how new jobs are prepared and their
+dependencies settled, the claim order, the checks of ids and leases, the rows of batches and
+workflows, what the operators' transitions and the reaper write, and what follows an
+outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from .engine.graph import Change
+from .enums import FAILURE_STATUSES, DependencyStatus, JobStatus
+from .exceptions import InvalidJob, InvalidJobTransition, InvalidWorkflow
+from .groups import BatchResult, JobBatch, JobGroup
+from .models import Batch, Job, ReaperRun, Workflow
+from .outcomes import LEASE_EXPIRED_ERROR, JobOutcome, Plan, RecordedOutcome, StaleJobRecovery
+from .validation import _check_json, normalize_id, validate_job
+
+
+def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
+    """Validate and normalise new jobs in place, stamped `now`. With `rebase` (a clock that
+    is not the system's), each job keeps the delay it was built with, counted from `now`."""
+    if not jobs:
+        return
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise InvalidJob(f"expected a Job, got {type(job).__name__}")
+        if (
+            rebase
+            and isinstance(job.scheduled_at, datetime)
+            and isinstance(job.created_at, datetime)
+            and job.scheduled_at.tzinfo is not None
+        ):
+            # A moved clock: keep the delay the job was built with.
+            job.scheduled_at = now + (job.scheduled_at - job.created_at)
+        validate_job(job, now)
+        job.created_at = now
+    ids = [job.id for job in jobs]
+    if len(set(ids)) != len(ids):
+        raise InvalidJob("the same job was given twice")
+
+
+def settle_dependencies(
+    jobs: Sequence[Job], by_id: Mapping[str, Job], parents: Mapping[str, str], now: datetime
+) -> None:
+    """Each new job with dependencies starts waiting, satisfied (every parent already
+    completed) or failed (a parent already failed for good). `by_id` holds the new jobs and
+    `parents` the statuses of the stored parents, both by id string."""
+    status_of = dict(parents)
+    changed = True
+    while changed:
+        changed = False
+        for job in jobs:
+            if not job.depends_on or job.status == JobStatus.FAILED:
+                continue
+            statuses = [status_of.get(p) or by_id[p].status for p in job.depends_on]
+            pairs = zip(job.depends_on, statuses, strict=True)
+            failed = [p for p, s in pairs if s in FAILURE_STATUSES]
+            if failed:
+                job.status = JobStatus.FAILED
+                job.dependency_status = DependencyStatus.FAILED
+                job.error_message = f"Dependency failed: job {failed[0]} failed"
+                job.failed_at = now
+                changed = True
+            elif all(s == JobStatus.COMPLETED for s in statuses):
+                job.dependency_status = DependencyStatus.SATISFIED
+            else:
+                job.dependency_status = DependencyStatus.WAITING
+
+
+def claim_key(job: Job):
+    """Strict claim order: highest priority, then oldest, then id."""
+    return (-job.priority, job.scheduled_at, str(job.id))
+
+
+def age_key(job: Job):
+    """Claim order within one priority level."""
+    return (job.scheduled_at, str(job.id))
+
+
+def parse_job_id(value) -> UUID:
+    try:
+        return UUID(normalize_id(value))
+    except InvalidWorkflow as exc:
+        raise InvalidJob(f"{value!r} is not a job id") from exc
+
+
+def positive_lease(lease: timedelta) -> timedelta:
+    if not isinstance(lease, timedelta) or lease <= timedelta(0):
+        raise ValueError("a lease must be a positive timedelta")
+    return lease
+
+
+def check_outcome(outcome: JobOutcome) -> None:
+    """Refuse an outcome that is not a `JobOutcome`, or whose result cannot be stored."""
+    if not isinstance(outcome, JobOutcome):
+        raise TypeError("outcome must be a JobOutcome")
+    if outcome.kind == "completed" and outcome.result is not None:
+        _check_json(outcome.result, "result")
+
+
+# Rows of the groups ------------------------------------------------------------------------
+def workflow_row(group: JobGroup, now: datetime) -> Workflow:
+    """The row of a workflow being enqueued; its jobs are given its id."""
+    workflow = Workflow(
+        id=group.id, name=group.name, failure_policy=group.failure_policy, created_at=now
+    )
+    for job in group.jobs:
+        job.workflow_id = workflow.id
+    return workflow
+
+
+def batch_row(batch: JobBatch, now: datetime) -> Batch:
+    """The row of a batch being enqueued; its jobs are given its id."""
+    row = Batch(
+        id=batch.id,
+        name=batch.name,
+        failure_mode=batch.partial_failure_mode,
+        metadata=batch.metadata,
+        created_at=now,
+    )
+    for job in batch.jobs:
+        job.batch_id = row.id
+    return row
+
+
+def batch_result(batch: Batch, job_errors: dict[UUID, str]) -> BatchResult:
+    return BatchResult(
+        batch_id=batch.id,
+        status=batch.status,
+        total_jobs=batch.total_jobs,
+        completed_jobs=batch.completed_jobs,
+        failed_jobs=batch.failed_jobs,
+        pending_jobs=batch.pending_jobs,
+        created_at=batch.created_at,
+        completed_at=batch.completed_at,
+        job_errors=job_errors,
+    )
+
+
+# Operators' transitions --------------------------------------------------------------------
+def check_retry_time(at: datetime | None) -> None:
+    if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
+        raise InvalidJob("retry time must be a timezone-aware datetime")
+
+
+def retry_fields(job: Job, scheduled_at: datetime, blocked: Callable[[], bool]) -> dict:
+    """What `retry_job` writes: Pending at `scheduled_at`, the run fenced out, a terminal
+    job's attempts given back. `blocked()` tells whether the job still waits for a parent
+    that is not Completed (asked only when its dependency had failed)."""
+    if job.status in (JobStatus.COMPLETED, JobStatus.ARCHIVED) and not job.cron_schedule:
+        raise InvalidJobTransition(f"job {job.id} is {job.status}; it cannot be retried")
+    fields = {
+        "status": JobStatus.PENDING,
+        "scheduled_at": scheduled_at,
+        "started_at": None,
+        "last_heartbeat_at": None,
+        "lease_expires_at": None,
+        "run_token": None,
+    }
+    if job.status in FAILURE_STATUSES:
+        fields.update(attempts=0, failed_at=None, timed_out_at=None)
+    if job.dependency_status == DependencyStatus.FAILED:
+        fields["dependency_status"] = (
+            DependencyStatus.WAITING if blocked() else DependencyStatus.SATISFIED
+        )
+    return fields
+
+
+def fail_for_good_fields(job: Job, status: JobStatus, reason: str, now: datetime) -> dict:
+    """What `cancel_job` and `mark_job_dead` write on a Pending or Running job."""
+    if job.status not in (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING):
+        raise InvalidJobTransition(f"job {job.id} is {job.status}, not Pending or Running")
+    return {
+        "status": status,
+        "error_message": reason,
+        "failed_at": now,
+        "run_token": None,
+        "lease_expires_at": None,
+        "recurring": False,
+    }
+
+
+def reaper_outcome(job: Job, now: datetime) -> JobOutcome:
+    """The outcome the reaper records for a run whose lease expired."""
+    if job.attempts >= job.max_attempts:
+        return JobOutcome.dead(LEASE_EXPIRED_ERROR)
+    return JobOutcome.retry(now, LEASE_EXPIRED_ERROR)
+
+
+# After an outcome --------------------------------------------------------------------------
+def record_effects(graph, job: Job, plan: Plan, now: datetime) -> RecordedOutcome:
+    """Once the fenced write of `plan` succeeded: `job` takes the written values, and the
+    jobs around it react (dependents released or failed, tallies) through `graph`, which is
+    the database's `Graph` or TestQueue's store (the same methods)."""
+    for name, value in plan.fields.items():
+        setattr(job, name, value)
+    recorded = RecordedOutcome(status=plan.status, next_run_at=plan.next_run_at)
+    changes: list[Change] = [(job.batch_id, job.workflow_id, JobStatus.RUNNING, plan.status)]
+    if plan.completed:
+        recorded.unblocked = graph.release_dependents(job.id)
+    if plan.terminal_failure:
+        recorded.cancelled, more = graph.after_terminal_failure(job, now)
+        changes += more
+    graph.apply_tallies(changes, now)
+    return recorded
+
+
+def note_recovery(recovery: StaleJobRecovery, job_id: UUID, recorded: RecordedOutcome) -> None:
+    if recorded.status == JobStatus.DEAD:
+        recovery.dead.append(job_id)
+    else:
+        recovery.requeued.append(job_id)
+
+
+def reaper_run_row(
+    recovery: StaleJobRecovery, now: datetime, ran_by: str, queue_name: str | None
+) -> ReaperRun:
+    return ReaperRun(
+        ran_at=now,
+        ran_by=ran_by[:255],
+        queue_name=queue_name,
+        requeued_ids=[str(i) for i in recovery.requeued],
+        dead_ids=[str(i) for i in recovery.dead],
+    )
