@@ -33,12 +33,9 @@ FLAKY_ERRORS = [
 def email(rng: random.Random, **fields) -> Job:
     n = rng.randrange(10_000)
     priority = rng.choice([JobPriority.NORMAL] * 4 + [JobPriority.HIGH, JobPriority.LOW])
-    return Job(
-        queue_name="emails",
-        payload={"to": f"customer{n}@example.com", "template": rng.choice(TEMPLATES),
-                 "locale": rng.choice(["en", "fr", "de"])},
-        **{"priority": priority, **fields},
-    )
+    payload = {"to": f"customer{n}@example.com", "template": rng.choice(TEMPLATES),
+               "locale": rng.choice(["en", "fr", "de"])}
+    return Job(queue_name="emails", **{"payload": payload, "priority": priority, **fields})
 
 
 def webhook(rng: random.Random) -> Job:
