@@ -96,6 +96,7 @@ def _history(queue: JobQueue, rng: random.Random) -> None:
         clock.advance(timedelta(seconds=20))
         for name in ("emails", "flaky"):
             for job in past.dequeue(name, DequeueOptions.batch(50)):
+                clock.advance(timedelta(milliseconds=rng.randrange(20, 400)))  # it ran
                 past.finish_job_run(job, _outcome(job, rng))
         clock.advance(timedelta(seconds=40))
 
