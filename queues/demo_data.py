@@ -86,9 +86,11 @@ def load(queue: JobQueue, rng: random.Random | None = None) -> dict[str, int]:
 def _history(queue: JobQueue, rng: random.Random) -> None:
     """Half an hour of past runs, on a clock moved back: emails that completed (at a rate
     that rises and falls), webhooks that sometimes failed, retried, or went dead."""
-    clock = MockClock(queue.now() - timedelta(minutes=HISTORY_MINUTES))
+    start = queue.now() - timedelta(minutes=HISTORY_MINUTES)
+    clock = MockClock(start)
     past = JobQueue(using=queue.using, clock=clock, rng=rng)
     for minute in range(HISTORY_MINUTES):
+        clock.set(start + timedelta(minutes=minute))
         waves = 4 + int(4 * math.sin(minute / 3)) + rng.randrange(3)
         past.enqueue_many([email(rng) for _ in range(waves)])
         if minute % 2 == 0:
@@ -98,7 +100,6 @@ def _history(queue: JobQueue, rng: random.Random) -> None:
             for job in past.dequeue(name, DequeueOptions.batch(50)):
                 clock.advance(timedelta(milliseconds=rng.randrange(20, 400)))  # it ran
                 past.finish_job_run(job, _outcome(job, rng))
-        clock.advance(timedelta(seconds=40))
 
 
 def _outcome(job: Job, rng: random.Random) -> JobOutcome:
