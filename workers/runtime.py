@@ -19,10 +19,11 @@ from collections import deque
 
 from django.db import connection
 
-from queues.api import STARTED, DequeueOptions, InvalidJob, Job, JobOutcome, JobStatus
+from queues.api import STARTED, DequeueOptions, Job, JobOutcome, JobStatus
 
 from .executor import EventLoop, execute
 from .faults import GaveUp, close_connection, retrying
+from .finisher import Finisher
 from .heartbeat import beat_until
 
 logger = logging.getLogger("workers")
@@ -43,6 +44,7 @@ class WorkerRun:
         self.stopping = False
         self.finished = threading.Event()
         self.loop = EventLoop()
+        self.finisher = Finisher(self.queue, self.using, give_up=force)
         self.stats = worker.stats
         options = DequeueOptions(lease_duration=worker.lease_duration)
         self.options = options.with_priority_weights(worker.priority_weights)
@@ -232,14 +234,8 @@ class WorkerRun:
         self._finish(job, execute(self.worker.handler, job, timeout, self.loop))
 
     def _finish(self, job: Job, outcome: JobOutcome) -> None:
-        def write():
-            try:
-                return self.queue.finish_job_run(job, outcome)
-            except InvalidJob as exc:  # e.g. a result that is not JSON
-                return self.queue.finish_job_run(job, JobOutcome.failed(str(exc)))
-
         try:
-            recorded = self._db(write, f"finishing job {job.id}", self.force)
+            recorded = self.finisher.finish(job, outcome)
         except GaveUp:
             logger.warning("job %s ran but its outcome was not written", job.id)
             return
