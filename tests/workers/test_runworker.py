@@ -266,3 +266,20 @@ def test_worker_carries_on_through_a_postgresql_restart(runworker, tmp_path):
     assert "database fault" in run.text()
     done = Counter(parts[1] for parts in log_lines(log) if parts[0] == "done")
     assert set(done) == {str(job_id) for job_id in ids}
+
+
+def test_children_drain_and_exit_when_the_supervisor_dies(runworker):
+    run = runworker(WORK_QUEUE, "--processes", "2")
+    wait_until(lambda: WorkerProcess.objects.count() == 2, 30, "two children did not start")
+    children = list(WorkerProcess.objects.values_list("pid", flat=True))
+    run.proc.kill()
+    run.proc.wait()
+    try:
+        # The orphans notice, drain and remove their rows on their clean exit.
+        wait_until(lambda: not WorkerProcess.objects.exists(), 30, "orphaned children run on")
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # gone, as it should be
