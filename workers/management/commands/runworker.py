@@ -170,6 +170,7 @@ class Command(BaseCommand):
             *("--database", options["database"]),
             *("--verbosity", str(options["verbosity"])),
             *("--processes", "1"),
+            "--skip-checks",  # the supervisor ran them
         ]
         for module in options["include"]:
             args += ["--include", module]
