@@ -71,16 +71,15 @@ def test_worker_carries_on_through_database_faults(caplog):
     failures = {
         "dequeue": 3,
         "start_claimed_run": 2,
-        # Outcomes finished together go through finish_job_runs, alone finish_job_run.
-        "finish_job_run": 1,
-        "finish_job_runs": 1,
+        "finish_job_runs": 2,
     }
     queue = FlakyQueue(failures)
     name = unique_queue("faults")
     ids = enqueue_jobs(queue, name, 20)
     runs = Runs()
+    # Jobs long enough that held jobs wait past FRESH_START and get their start markers.
     worker = (
-        Worker(queue, name, counting_handler(runs, 0.01))
+        Worker(queue, name, counting_handler(runs, 0.06))
         .with_poll_interval(timedelta(milliseconds=20))
         .with_batch_size(5)
         .with_batch_concurrency(2)
@@ -90,9 +89,7 @@ def test_worker_carries_on_through_database_faults(caplog):
     counts, _ = runs.snapshot()
     assert set(counts) == set(ids)
     assert all(n == 1 for n in counts.values())
-    hit = {name for name, left in queue.failures.items() if left <= 0}
-    assert {"dequeue", "start_claimed_run"} <= hit, f"faults not all hit: {queue.failures}"
-    assert hit & {"finish_job_run", "finish_job_runs"}, f"no finish fault hit: {queue.failures}"
+    assert all(n <= 0 for n in queue.failures.values()), f"faults not all hit: {queue.failures}"
     assert "database fault while claiming jobs" in caplog.text
     assert "database is back" in caplog.text
 
