@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command, get_commands
@@ -89,9 +90,10 @@ class Command(BaseCommand):
     def _start_worker(self, stop: threading.Event):
         if "runworker" in get_commands():
             # The handlers of these queues are in the demo app's jobs.py.
-            command = [sys.executable, "manage.py", "runworker", *demo_data.QUEUES,
+            manage = str(settings.BASE_DIR / "manage.py")
+            command = [sys.executable, manage, "runworker", *demo_data.QUEUES,
                        "--batch-size", "5", "--concurrency", "2", "--poll-interval", "0.5"]
-            self.stdout.write(f"Worker: {' '.join(command[1:])}")
+            self.stdout.write(f"Worker: manage.py {' '.join(command[2:])}")
             worker = subprocess.Popen(command)
             try:
                 code = worker.wait(timeout=3)
