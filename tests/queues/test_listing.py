@@ -48,3 +48,26 @@ def test_filter_from_query_keeps_only_known_values():
     assert (flt.status, flt.priority, flt.search) == ("", None, "x")
     flt = JobFilter.from_query("q", {"status": "Dead", "priority": "4"})
     assert (flt.status, flt.priority) == ("Dead", 4)
+
+
+def test_pages_across_statuses_come_newest_first_without_gaps():
+    from datetime import timedelta
+
+    from queues.api import MockClock
+
+    clock = MockClock()
+    queue, name = JobQueue(clock=clock), unique_queue("list")
+    ids = []
+    for i in range(12):
+        clock.advance(timedelta(seconds=1))
+        ids.append(queue.enqueue(Job(queue_name=name)))
+        if i % 3 == 0:
+            queue.mark_job_dead(ids[-1], "x")
+    seen, cursor = [], ""
+    while True:
+        page = list_jobs(JobFilter(name), cursor, size=4)
+        seen += [job.id for job in page.jobs]
+        if not page.next_cursor:
+            break
+        cursor = page.next_cursor
+    assert seen == ids[::-1]
