@@ -11,19 +11,24 @@ from tests.conftest import unique_queue
 pytestmark = pytest.mark.django_db
 
 
+def _every_page(name: str, size: int) -> list:
+    """The ids of every page of queue `name`, following the cursors."""
+    seen, cursor = [], ""
+    while True:
+        page = list_jobs(JobFilter(name), cursor, size=size)
+        seen += [job.id for job in page.jobs]
+        if not page.next_cursor:
+            return seen
+        cursor = page.next_cursor
+
+
 @pytest.mark.parametrize("dead", [0, 3], ids=["one-status", "two-statuses"])
 def test_pages_cover_jobs_enqueued_at_one_instant_exactly_once(dead):
     queue, name = JobQueue(), unique_queue("list")
     ids = queue.enqueue_many([Job(queue_name=name) for _ in range(7)])  # one created_at
     for job_id in ids[:dead]:
         queue.mark_job_dead(job_id, "x")
-    seen, cursor = [], ""
-    while True:
-        page = list_jobs(JobFilter(name), cursor, size=3)
-        seen += [job.id for job in page.jobs]
-        if not page.next_cursor:
-            break
-        cursor = page.next_cursor
+    seen = _every_page(name, size=3)
     assert sorted(seen) == sorted(ids) and len(seen) == len(ids)
 
 
@@ -63,11 +68,4 @@ def test_pages_across_statuses_come_newest_first_without_gaps():
         ids.append(queue.enqueue(Job(queue_name=name)))
         if i % 3 == 0:
             queue.mark_job_dead(ids[-1], "x")
-    seen, cursor = [], ""
-    while True:
-        page = list_jobs(JobFilter(name), cursor, size=4)
-        seen += [job.id for job in page.jobs]
-        if not page.next_cursor:
-            break
-        cursor = page.next_cursor
-    assert seen == ids[::-1]
+    assert _every_page(name, size=4) == ids[::-1]
