@@ -59,8 +59,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
-    list_display = ["id", "queue_name", "status", "priority", "attempts_shown", "created_at",
-                    "scheduled_at", "short_error"]
+    list_display = [
+        "id",
+        "queue_name",
+        "status",
+        "priority",
+        "attempts_shown",
+        "created_at",
+        "scheduled_at",
+        "short_error",
+    ]
     list_filter = ["status", "queue_name", "priority", "recurring"]
     search_fields = ["=id", "queue_name", "error_message"]
     list_select_related = False
@@ -97,18 +105,27 @@ class JobAdmin(admin.ModelAdmin):
     def cancel(self, request, queryset):
         queue = JobQueue()
         reason = f"Cancelled by {request.user.get_username()} in the admin"
-        _each(self, request, queryset.only("id"), "Cancel",
-              lambda job: queue.cancel_job(job.id, reason))
+        _each(
+            self,
+            request,
+            queryset.only("id"),
+            "Cancel",
+            lambda job: queue.cancel_job(job.id, reason),
+        )
 
     @admin.action(description="Mark dead", permissions=["change"], location=BOTH)
     def mark_dead(self, request, queryset):
         queue = JobQueue()
         reason = f"Marked dead by {request.user.get_username()} in the admin"
-        _each(self, request, queryset.only("id"), "Mark dead",
-              lambda job: queue.mark_job_dead(job.id, reason))
+        _each(
+            self,
+            request,
+            queryset.only("id"),
+            "Mark dead",
+            lambda job: queue.mark_job_dead(job.id, reason),
+        )
 
-    @admin.action(description="Release (back to Pending)", permissions=["change"],
-                  location=BOTH)
+    @admin.action(description="Release (back to Pending)", permissions=["change"], location=BOTH)
     def release(self, request, queryset):
         queue = JobQueue()
 
@@ -125,15 +142,25 @@ class JobAdmin(admin.ModelAdmin):
     def pause_queues(self, request, queryset):
         queue = JobQueue()
         user = request.user.get_username()
-        _each(self, request, _queue_names(queryset), "Pause",
-              lambda name: queue.pause_queue(name, paused_by=user))
+        _each(
+            self,
+            request,
+            _queue_names(queryset),
+            "Pause",
+            lambda name: queue.pause_queue(name, paused_by=user),
+        )
 
     @admin.action(description="Resume their queues", permissions=["pause"])
     def resume_queues(self, request, queryset):
         queue = JobQueue()
         user = request.user.get_username()
-        _each(self, request, _queue_names(queryset), "Resume",
-              lambda name: queue.resume_queue(name, resumed_by=user))
+        _each(
+            self,
+            request,
+            _queue_names(queryset),
+            "Resume",
+            lambda name: queue.resume_queue(name, resumed_by=user),
+        )
 
     def has_change_permission(self, request, obj=None) -> bool:
         # Rows change through the actions only; the form itself is read-only.
@@ -149,8 +176,9 @@ class QueuePauseAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         # Pausing goes through the engine, as from the dashboard.
-        JobQueue().pause_queue(obj.queue_name, paused_by=request.user.get_username(),
-                               reason=obj.reason or None)
+        JobQueue().pause_queue(
+            obj.queue_name, paused_by=request.user.get_username(), reason=obj.reason or None
+        )
 
     def delete_model(self, request, obj) -> None:
         JobQueue().resume_queue(obj.queue_name, resumed_by=request.user.get_username())
@@ -161,27 +189,45 @@ class QueuePauseAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return ["queue_name"] if obj else []
 
-    @admin.action(description="Resume the selected queues", permissions=["change"],
-                  location=BOTH)
+    @admin.action(description="Resume the selected queues", permissions=["change"], location=BOTH)
     def resume(self, request, queryset):
         queue = JobQueue()
         user = request.user.get_username()
-        _each(self, request, queryset, "Resume",
-              lambda pause: queue.resume_queue(pause.queue_name, resumed_by=user))
+        _each(
+            self,
+            request,
+            queryset,
+            "Resume",
+            lambda pause: queue.resume_queue(pause.queue_name, resumed_by=user),
+        )
 
 
 @admin.register(Batch)
 class BatchAdmin(ReadOnlyAdmin):
-    list_display = ["name", "status", "failure_mode", "total_jobs", "completed_jobs",
-                    "failed_jobs", "created_at"]
+    list_display = [
+        "name",
+        "status",
+        "failure_mode",
+        "total_jobs",
+        "completed_jobs",
+        "failed_jobs",
+        "created_at",
+    ]
     list_filter = ["status", "failure_mode"]
     search_fields = ["=id", "name", "error_summary"]
 
 
 @admin.register(Workflow)
 class WorkflowAdmin(ReadOnlyAdmin):
-    list_display = ["name", "status", "failure_policy", "total_jobs", "completed_jobs",
-                    "failed_jobs", "created_at"]
+    list_display = [
+        "name",
+        "status",
+        "failure_policy",
+        "total_jobs",
+        "completed_jobs",
+        "failed_jobs",
+        "created_at",
+    ]
     list_filter = ["status", "failure_policy"]
     search_fields = ["=id", "name"]
 
@@ -202,8 +248,17 @@ class ReaperRunAdmin(ReadOnlyAdmin):
 
 @admin.register(WorkerProcess)
 class WorkerProcessAdmin(ReadOnlyAdmin):
-    list_display = ["hostname", "pid", "queues", "batch_size", "concurrency", "jobs_held",
-                    "jobs_running", "jobs_processed", "last_heartbeat_at"]
+    list_display = [
+        "hostname",
+        "pid",
+        "queues",
+        "batch_size",
+        "concurrency",
+        "jobs_held",
+        "jobs_running",
+        "jobs_processed",
+        "last_heartbeat_at",
+    ]
     search_fields = ["hostname"]
 
 

@@ -33,8 +33,11 @@ FLAKY_ERRORS = [
 def email(rng: random.Random, **fields) -> Job:
     n = rng.randrange(10_000)
     priority = rng.choice([JobPriority.NORMAL] * 4 + [JobPriority.HIGH, JobPriority.LOW])
-    payload = {"to": f"customer{n}@example.com", "template": rng.choice(TEMPLATES),
-               "locale": rng.choice(["en", "fr", "de"])}
+    payload = {
+        "to": f"customer{n}@example.com",
+        "template": rng.choice(TEMPLATES),
+        "locale": rng.choice(["en", "fr", "de"]),
+    }
     return Job(queue_name="emails", **{"payload": payload, "priority": priority, **fields})
 
 
@@ -42,8 +45,12 @@ def webhook(rng: random.Random) -> Job:
     """A delivery to a partner's endpoint that fails now and then (the `flaky` handler)."""
     return Job(
         queue_name="flaky",
-        payload={"url": "https://hooks.example.com/orders", "event": "order.paid",
-                 "order_id": rng.randrange(10**6), "failure_rate": 0.3},
+        payload={
+            "url": "https://hooks.example.com/orders",
+            "event": "order.paid",
+            "order_id": rng.randrange(10**6),
+            "failure_rate": 0.3,
+        },
         max_attempts=5,
     )
 
@@ -64,20 +71,35 @@ def load(queue: JobQueue, rng: random.Random | None = None) -> dict[str, int]:
     queue.enqueue_many([later, email(rng, priority=JobPriority.CRITICAL), *slow])
     # Recurring reports (cron with seconds first), one of them disabled.
     cron = [
-        Job(queue_name="reports", payload={"report": "sales-summary", "rows": 500},
-            cron_schedule="0 * * * * *", timezone="UTC"),
-        Job(queue_name="reports", payload={"report": "daily-kpis", "rows": 5_000},
-            cron_schedule="0 0 6 * * *", timezone="Europe/Paris"),
-        Job(queue_name="reports", payload={"report": "quarterly-audit", "rows": 9_000},
-            cron_schedule="0 0 0 1 */3 *", timezone="America/New_York"),
+        Job(
+            queue_name="reports",
+            payload={"report": "sales-summary", "rows": 500},
+            cron_schedule="0 * * * * *",
+            timezone="UTC",
+        ),
+        Job(
+            queue_name="reports",
+            payload={"report": "daily-kpis", "rows": 5_000},
+            cron_schedule="0 0 6 * * *",
+            timezone="Europe/Paris",
+        ),
+        Job(
+            queue_name="reports",
+            payload={"report": "quarterly-audit", "rows": 9_000},
+            cron_schedule="0 0 0 1 */3 *",
+            timezone="America/New_York",
+        ),
     ]
     queue.enqueue_many(cron)
     queue.disable_recurring_job(cron[2].id)
     # A newsletter sent as one batch, and a month-end workflow of reports.
-    newsletter = [email(rng, payload={"to": f"reader{i}@example.com", "template": "newsletter"})
-                  for i in range(24)]
-    queue.enqueue_batch(JobBatch("November newsletter", jobs=newsletter,
-                                 metadata={"campaign": "2026-11"}))
+    newsletter = [
+        email(rng, payload={"to": f"reader{i}@example.com", "template": "newsletter"})
+        for i in range(24)
+    ]
+    queue.enqueue_batch(
+        JobBatch("November newsletter", jobs=newsletter, metadata={"campaign": "2026-11"})
+    )
     extract, summary, mail = report("ledger-extract"), report("month-end"), report("mail-cfo")
     queue.enqueue_workflow(JobGroup("month-end close").add_job(extract).then(summary).then(mail))
     return {"jobs": JobRow.objects.using(queue.using).count(), "queues": len(QUEUES)}

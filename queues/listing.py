@@ -68,8 +68,9 @@ def _as_uuid(text: str) -> UUID | None:
         return None
 
 
-def list_jobs(flt: JobFilter, cursor: str = "", present: set[str] | None = None,
-              size: int = PAGE_SIZE) -> JobPage:
+def list_jobs(
+    flt: JobFilter, cursor: str = "", present: set[str] | None = None, size: int = PAGE_SIZE
+) -> JobPage:
     """One page of the queue's jobs, newest first. `present` (the statuses the queue holds)
     saves a query per empty status."""
     ident = _as_uuid(flt.search)

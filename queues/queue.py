@@ -11,9 +11,10 @@ import copy
 import random
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+from django.db import IntegrityError
 from django.db.models import F
 
 from .clock import SYSTEM_CLOCK, SystemClock
@@ -21,7 +22,7 @@ from .counts import counts_by_queue
 from .engine import dialect_for
 from .engine.graph import Change, Graph
 from .enums import FAILURE_STATUSES, JobStatus, PartialFailureMode
-from .exceptions import InvalidJobTransition, InvalidWorkflow, JobNotFound
+from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, JobBatch, JobGroup
 from .models import Batch, Job, JobDependency, QueuePause
 from .options import DequeueOptions
@@ -92,7 +93,7 @@ class JobQueue:
         jobs = list(jobs)
         now = self.now()
         self._prepare(jobs, now)
-        self._atomic(lambda: self._insert(jobs, now))
+        self._insert_atomic(lambda: self._insert(jobs, now), InvalidJob, "a job")
         return [job.id for job in jobs]
 
     def enqueue_workflow(self, group: JobGroup) -> UUID:
@@ -105,7 +106,7 @@ class JobQueue:
             workflow.save(using=self.using, force_insert=True)
             self._insert(group.jobs, now)
 
-        self._atomic(work)
+        self._insert_atomic(work, InvalidWorkflow, "a workflow or job")
         return workflow.id
 
     def enqueue_batch(self, batch: JobBatch) -> UUID:
@@ -118,8 +119,15 @@ class JobQueue:
             row.save(using=self.using, force_insert=True)
             self._insert(batch.jobs, now)
 
-        self._atomic(work)
+        self._insert_atomic(work, InvalidBatch, "a batch or job")
         return row.id
+
+    def _insert_atomic(self, work, error, what: str) -> None:
+        try:
+            self._atomic(work)
+        except IntegrityError as exc:
+            # Validation ran before: what the database refuses now is an id it already has.
+            raise error(f"{what} with the same id already exists") from exc
 
     def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
         prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
@@ -385,6 +393,9 @@ class JobQueue:
         def one_pass() -> int:
             expired = self.dialect.lock_expired_leases(now, queue_name, REAPER_BATCH)
             jobs = self._jobs().in_bulk([job_id for job_id, _ in expired])
+            # Equal lease expiries (a batch claim) are taken in id order on every vendor, so
+            # which of them a fail-fast failure reaches first does not depend on the database.
+            expired.sort(key=lambda pair: (_lease_of(jobs, pair[0]), str(pair[0])))
             for job_id, token in expired:
                 job = jobs.get(job_id)
                 if job is None or job.run_token != token:
@@ -494,7 +505,14 @@ class JobQueue:
             job = self._locked(job_id)
             if job.status == JobStatus.RUNNING:
                 raise InvalidJobTransition(f"job {job.id} is Running; cancel it first")
+            orphans = list(
+                JobDependency.objects.using(self.using)
+                .filter(parent_id=job.id)
+                .values_list("job_id", flat=True)
+            )
             self._jobs().filter(id=job.id).delete()
+            # Dependents that waited only for this job can run now.
+            self._graph.release_waiting(orphans)
             self._graph.apply_tallies([(job.batch_id, job.workflow_id, job.status, None)], now)
 
         self._atomic(work)
@@ -533,4 +551,11 @@ def _is_plain_completion(job: Job, outcome: JobOutcome) -> bool:
         and not job.batch_id
         and not job.workflow_id
         and not job.cron_schedule
+    )
+
+
+def _lease_of(jobs, job_id):
+    job = jobs.get(job_id)
+    return (
+        job.lease_expires_at if job and job.lease_expires_at else datetime.max.replace(tzinfo=UTC)
     )

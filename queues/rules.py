@@ -98,6 +98,10 @@ def check_outcome(outcome: JobOutcome) -> None:
         raise TypeError("outcome must be a JobOutcome")
     if outcome.kind == "completed" and outcome.result is not None:
         _check_json(outcome.result, "result")
+    if outcome.retry_at is not None and (
+        not isinstance(outcome.retry_at, datetime) or outcome.retry_at.tzinfo is None
+    ):
+        raise InvalidJob("a retry time must be a timezone-aware datetime")
 
 
 # Rows of the groups ------------------------------------------------------------------------

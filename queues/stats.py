@@ -53,8 +53,9 @@ class Overview:
 
     @property
     def total_cells(self) -> list[tuple[str, int]]:
-        return [(s.value, sum(q.counts.get(s.value, 0) for q in self.queues))
-                for s in STATUS_COLUMNS]
+        return [
+            (s.value, sum(q.counts.get(s.value, 0) for q in self.queues)) for s in STATUS_COLUMNS
+        ]
 
 
 def queue_counts(name: str, using: str = "default") -> dict[str, int]:
@@ -124,8 +125,15 @@ def expired_leases(now: datetime | None = None, limit: int = 50) -> list[Job]:
     return list(
         Job.objects.filter(status=JobStatus.RUNNING, lease_expires_at__lt=now)
         .order_by("lease_expires_at")
-        .only("id", "queue_name", "attempts", "max_attempts", "started_at",
-              "lease_expires_at", "last_heartbeat_at")[:limit]
+        .only(
+            "id",
+            "queue_name",
+            "attempts",
+            "max_attempts",
+            "started_at",
+            "lease_expires_at",
+            "last_heartbeat_at",
+        )[:limit]
     )
 
 

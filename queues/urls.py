@@ -24,8 +24,16 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/retry/", actions.job_retry, name="job-retry"),
     path("jobs/<uuid:job_id>/cancel/", actions.job_cancel, name="job-cancel"),
     path("jobs/<uuid:job_id>/delete/", actions.job_delete, name="job-delete"),
-    path("recurring/<uuid:job_id>/enable/", actions.set_recurring, {"enabled": True},
-         name="recurring-enable"),
-    path("recurring/<uuid:job_id>/disable/", actions.set_recurring, {"enabled": False},
-         name="recurring-disable"),
+    path(
+        "recurring/<uuid:job_id>/enable/",
+        actions.set_recurring,
+        {"enabled": True},
+        name="recurring-enable",
+    ),
+    path(
+        "recurring/<uuid:job_id>/disable/",
+        actions.set_recurring,
+        {"enabled": False},
+        name="recurring-disable",
+    ),
 ]

@@ -102,6 +102,8 @@ def validate_job(job, now) -> None:
         job.depends_on = list(dict.fromkeys(job.depends_on))
     if str(job.id) in job.depends_on:
         raise InvalidWorkflow(f"job {job.id} depends on itself")
+    if job.cron_schedule is not None and not str(job.cron_schedule).strip():
+        job.cron_schedule = None  # "" means no schedule, as None does
     if job.cron_schedule:
         try:
             schedule = CronSchedule(job.cron_schedule, job.timezone or "UTC")

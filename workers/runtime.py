@@ -20,12 +20,17 @@ from collections import deque
 from django.db import connection
 
 from queues.api import STARTED, DequeueOptions, InvalidJob, Job, JobOutcome, JobStatus
+from queues.rules import check_outcome
 
 from .executor import EventLoop, execute
 from .faults import GaveUp, close_connection, retrying
 from .heartbeat import beat_until
 
 logger = logging.getLogger("workers")
+
+#: A job a slot takes within this many seconds of its claim starts "at the claim": the claim
+#: already recorded the start and checked the pause, so no start marker is written for it.
+FRESH_START = 0.05
 
 
 class WorkerRun:
@@ -40,6 +45,8 @@ class WorkerRun:
         self.cond = threading.Condition()
         self.held: deque[Job] = deque()
         self.running: dict = {}
+        # Outcomes waiting for the writer; their jobs stay in `running` until written.
+        self.outbox: list[tuple[Job, JobOutcome, threading.Event]] = []
         self.stopping = False
         self.finished = threading.Event()
         self.loop = EventLoop()
@@ -57,6 +64,7 @@ class WorkerRun:
         threads = [
             threading.Thread(target=self._watch, name=f"{name}-watch"),
             threading.Thread(target=beat_until, args=heartbeat, name=f"{name}-heartbeat"),
+            threading.Thread(target=self._write_outcomes, name=f"{name}-writer"),
         ]
         threads += [
             threading.Thread(target=self._slot, name=f"{name}-slot-{i}")
@@ -143,6 +151,9 @@ class WorkerRun:
                 jobs = []
         self._not_run(n - len(jobs))
         if jobs:
+            claimed_at = time.monotonic()
+            for job in jobs:
+                job.claimed_at_monotonic = claimed_at
             logger.debug("claimed %d jobs from %s", len(jobs), self.worker.queue_name)
             with self.cond:
                 self.held.extend(jobs)
@@ -201,55 +212,103 @@ class WorkerRun:
                     job = self.held.popleft()
                     self.running[job.id] = job
                     self.stats.add(held=-1, running=1)
+                outcome = None
                 try:
-                    self._process(job)
+                    outcome = self._process(job)
                 except Exception:  # a bug must not cost the worker a slot
                     logger.exception("job %s: the worker failed to process it", job.id)
                     self._refund(1)  # still Running: the reaper takes it back
-                finally:
-                    self._release_permits(1)
+                if outcome is None:
+                    self._done([job])
+                else:
+                    # Wait for the write before the next job: a fail-fast batch must have
+                    # failed, and a sequential batch's previous job must have completed,
+                    # before this slot starts another. Slots waiting together share a write.
+                    written = threading.Event()
                     with self.cond:
-                        del self.running[job.id]
-                        self.stats.add(running=-1)
+                        self.outbox.append((job, outcome, written))
                         self.cond.notify_all()
+                    written.wait()
         finally:
             connection.close()
 
-    def _process(self, job: Job) -> None:
+    def _done(self, jobs: list[Job]) -> None:
+        """The jobs are off this worker's hands: their permits go back."""
+        self._release_permits(len(jobs))
+        with self.cond:
+            for job in jobs:
+                del self.running[job.id]
+            self.stats.add(running=-len(jobs))
+            self.cond.notify_all()
+
+    def _process(self, job: Job) -> JobOutcome | None:
+        """Run `job`; its outcome, or None if it was not run."""
+        fresh = time.monotonic() - getattr(job, "claimed_at_monotonic", 0) < FRESH_START
+        if not (fresh and job.batch_id is None):
+            try:
+                started = self._db(
+                    lambda: self.queue.start_claimed_run(job), f"starting job {job.id}", self.force
+                )
+            except GaveUp:
+                self._refund(1)  # still Running: the reaper takes it back after its lease
+                return None
+            if started != STARTED:
+                logger.info("held job %s not run: %s", job.id, started)
+                self.stats.add(not_run=1)
+                self._refund(1)
+                return None
+        timeout = job.timeout or self.worker.default_timeout
+        outcome = execute(self.worker.handler, job, timeout, self.loop)
         try:
-            started = self._db(
-                lambda: self.queue.start_claimed_run(job), f"starting job {job.id}", self.force
+            check_outcome(outcome)
+        except (InvalidJob, TypeError) as exc:  # e.g. a result that is not JSON
+            outcome = JobOutcome.failed(str(exc))
+        return outcome
+
+    # Outcomes ---------------------------------------------------------------------------
+    def _write_outcomes(self) -> None:
+        """Write waiting outcomes, all of them in one transaction: while one write is in
+        flight the next outcomes gather, so a busy worker writes many per transaction and
+        an idle one writes each at once."""
+        try:
+            while True:
+                with self.cond:
+                    while not self.outbox and not self.finished.is_set():
+                        self.cond.wait(0.1)
+                    if not self.outbox:
+                        return
+                    batch, self.outbox = self.outbox, []
+                self._write(batch)
+        finally:
+            connection.close()
+
+    def _write(self, waiting: list[tuple[Job, JobOutcome, threading.Event]]) -> None:
+        batch = [(job, outcome) for job, outcome, _ in waiting]
+        try:
+            recorded = self._db(
+                lambda: self.queue.finish_job_runs(batch),
+                f"finishing {len(batch)} jobs",
+                self.force,
             )
         except GaveUp:
-            self._refund(1)  # still Running: the reaper takes it back after its lease
-            return
-        if started != STARTED:
-            logger.info("held job %s not run: %s", job.id, started)
-            self.stats.add(not_run=1)
-            self._refund(1)
-            return
-        timeout = job.timeout or self.worker.default_timeout
-        self._finish(job, execute(self.worker.handler, job, timeout, self.loop))
-
-    def _finish(self, job: Job, outcome: JobOutcome) -> None:
-        def write():
-            try:
-                return self.queue.finish_job_run(job, outcome)
-            except InvalidJob as exc:  # e.g. a result that is not JSON
-                return self.queue.finish_job_run(job, JobOutcome.failed(str(exc)))
-
-        try:
-            recorded = self._db(write, f"finishing job {job.id}", self.force)
-        except GaveUp:
-            logger.warning("job %s ran but its outcome was not written", job.id)
-            return
-        self.stats.add(processed=1)
-        if recorded is None:
-            logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
-        elif recorded.status == JobStatus.COMPLETED or outcome.kind == "completed":
-            self.stats.add(completed=1)
+            logger.warning("%d jobs ran but their outcomes were not written", len(batch))
+            recorded = [None] * len(batch)
+            written = False
         else:
-            self.stats.add(failed=1)
+            written = True
+        for (job, outcome), result in zip(batch, recorded, strict=True):
+            if not written:
+                continue
+            self.stats.add(processed=1)
+            if result is None:
+                logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
+            elif result.status == JobStatus.COMPLETED or outcome.kind == "completed":
+                self.stats.add(completed=1)
+            else:
+                self.stats.add(failed=1)
+        self._done([job for job, _ in batch])
+        for _, _, written in waiting:
+            written.set()
 
     # Shutdown ---------------------------------------------------------------------------
     def _shut_down(self) -> None:

@@ -46,6 +46,10 @@ class Graph:
             .filter(parent_id=parent_id)
             .values_list("job_id", flat=True)
         )
+        return self.release_waiting(children)
+
+    def release_waiting(self, children: list[UUID]) -> list[UUID]:
+        """Mark those of `children` that wait and whose parents are all Completed."""
         if not children:
             return []
         # Lock the dependents first: two parents completing at once then take turns, and the

@@ -117,13 +117,16 @@ class Store:
         self.apply_tallies([(job.batch_id, job.workflow_id, None, job.status) for job in jobs], now)
 
     def delete(self, job: Job) -> None:
-        """Remove a job and its edges both ways (the database's cascade)."""
+        """Remove a job and its edges both ways (the database's cascade); its dependents
+        that waited only for it can run."""
         del self.jobs[job.id]
         for parent in self.parents.pop(job.id, []):
             if parent in self.children:
                 self.children[parent].remove(job.id)
-        for child in self.children.pop(job.id, []):
+        orphans = self.children.pop(job.id, [])
+        for child in orphans:
             self.parents[child].remove(job.id)
+        self.release_waiting(orphans)
 
     def claimable(self, queue_name: str, now: datetime) -> list[Job]:
         """The claim's eligibility rules (see `queues/sql/`), but for the pause."""
@@ -176,10 +179,14 @@ class Store:
     # Dependencies -----------------------------------------------------------------------
     def release_dependents(self, parent_id: UUID) -> list[UUID]:
         """Mark the waiting dependents of a completed job whose parents are all Completed."""
+        return self.release_waiting(self.children.get(parent_id, []))
+
+    def release_waiting(self, children) -> list[UUID]:
+        """Mark those of `children` that wait and whose parents are all Completed."""
         waiting = sorted(
             child
-            for child in self.children.get(parent_id, [])
-            if self.jobs[child].dependency_status == DependencyStatus.WAITING
+            for child in children
+            if child in self.jobs and self.jobs[child].dependency_status == DependencyStatus.WAITING
         )
         ready = [child for child in waiting if not self.blocked(child)]
         for child in ready:

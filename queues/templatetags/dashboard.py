@@ -92,8 +92,10 @@ def sparkline(values: list[int], width: int = 120, height: int = 24):
     points = format_html_join(
         " ",
         "{},{}",
-        ((f"{i * step:.1f}", f"{height - 1 - (v / top) * (height - 2):.1f}")
-         for i, v in enumerate(values)),
+        (
+            (f"{i * step:.1f}", f"{height - 1 - (v / top) * (height - 2):.1f}")
+            for i, v in enumerate(values)
+        ),
     )
     label = f"{sum(values)} completed in the last {len(values)} minutes"
     return format_html(

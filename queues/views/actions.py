@@ -28,8 +28,9 @@ def _queue_name(request) -> str:
 @action("queues.change_queuepause")
 def pause(request, queue):
     name = _queue_name(request)
-    queue.pause_queue(name, paused_by=request.user.get_username(),
-                      reason=request.POST.get("reason") or None)
+    queue.pause_queue(
+        name, paused_by=request.user.get_username(), reason=request.POST.get("reason") or None
+    )
     return notice(request, f"Paused {name}: workers take no new jobs from it.")
 
 

@@ -32,9 +32,14 @@ def browser():
         with sync_api.sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM,
-                args=["--headless", "--no-sandbox", "--disable-gpu",
-                      "--disable-background-networking", "--disable-component-update",
-                      "--no-first-run"],
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--no-first-run",
+                ],
             )
             yield browser
             browser.close()

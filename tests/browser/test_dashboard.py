@@ -78,9 +78,7 @@ def test_run_the_reaper_and_see_the_result(page, live_server, engine):
     page.goto(f"{live_server.url}/reaper/")
     expect(page.locator("#reaper-live")).to_contain_text(str(job.id)[:8])
     page.get_by_role("button", name="Run reaper now").click()
-    expect(page.locator("#reaper-result")).to_have_text(
-        "Reaper ran: 1 requeued, 0 marked Dead."
-    )
+    expect(page.locator("#reaper-result")).to_have_text("Reaper ran: 1 requeued, 0 marked Dead.")
     expect(page.locator("#reaper-live")).to_contain_text("No running job has an expired lease")
     assert engine.get_job(job.id).status == JobStatus.PENDING
 

@@ -52,16 +52,32 @@ def _act(client, model: str, action: str, ids):
 
 
 def test_every_model_is_registered():
-    for model in (Job, Batch, Workflow, JobDependency, JobCount, QueuePause, ReaperRun,
-                  WorkerProcess):
+    for model in (
+        Job,
+        Batch,
+        Workflow,
+        JobDependency,
+        JobCount,
+        QueuePause,
+        ReaperRun,
+        WorkerProcess,
+    ):
         assert admin.site.is_registered(model), model
 
 
 def test_changelists_and_filters_render(superuser_client, engine):
     queue = unique_queue("adm")
     job_id = _job(engine, queue, dead=True)
-    for model in ("job", "batch", "workflow", "jobdependency", "jobcount", "queuepause",
-                  "reaperrun", "workerprocess"):
+    for model in (
+        "job",
+        "batch",
+        "workflow",
+        "jobdependency",
+        "jobcount",
+        "queuepause",
+        "reaperrun",
+        "workerprocess",
+    ):
         url = reverse(f"admin:queues_{model}_changelist")
         assert superuser_client.get(url).status_code == 200, model
     url = reverse("admin:queues_job_changelist")
@@ -102,8 +118,9 @@ def test_release_a_running_job(superuser_client, engine):
 
 def test_pause_from_the_add_form_and_resume_action(superuser_client, engine):
     queue = unique_queue("adm")
-    superuser_client.post(reverse("admin:queues_queuepause_add"),
-                          {"queue_name": queue, "reason": "deploy"})
+    superuser_client.post(
+        reverse("admin:queues_queuepause_add"), {"queue_name": queue, "reason": "deploy"}
+    )
     pause = QueuePause.objects.get(queue_name=queue)
     assert pause.paused_by == "root" and pause.reason == "deploy"
     _act(superuser_client, "queuepause", "resume", [queue])

@@ -35,9 +35,7 @@ def test_pruner_deletes_only_what_finished_long_enough_ago_in_batches():
 
     result = Pruner(queue, older_than=timedelta(days=7), batch_size=2).run_once()
     assert result.jobs == 7
-    remaining = set(
-        queue._jobs().filter(queue_name__in=[name, other]).values_list("id", flat=True)
-    )
+    remaining = set(queue._jobs().filter(queue_name__in=[name, other]).values_list("id", flat=True))
     assert remaining == {*live, *recent}
     assert not remaining & {*old_done, *old_dead}
 

@@ -291,11 +291,3 @@ def test_times_are_stored_in_utc(queue):
     queue.finish_job_run(run, JobOutcome.retry(T0.astimezone(paris) + timedelta(hours=1)))
     stored = queue.get_job(job.id)
     assert stored.scheduled_at == T0 + timedelta(hours=1) and stored.scheduled_at.tzinfo == UTC
-
-
-def test_a_naive_time_is_taken_as_django_takes_it(queue):
-    queue.enqueue(Job(queue_name="q"))
-    run = queue.dequeue_one("q")
-    with pytest.warns(RuntimeWarning, match="naive datetime"):
-        queue.finish_job_run(run, JobOutcome.retry(datetime(2030, 1, 1, 13, 0)))
-    assert queue.get_job(run.id).scheduled_at == datetime(2030, 1, 1, 13, 0, tzinfo=UTC)

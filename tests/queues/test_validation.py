@@ -95,3 +95,43 @@ def test_unknown_ids_and_refused_transitions(queue):
     with pytest.raises(InvalidJobTransition):
         queue.retry_job(job_id)
     assert queue.get_job(job_id).status == "Completed"
+
+
+def test_an_id_that_exists_already_is_a_typed_error(queue):
+    from queues.api import InvalidWorkflow, JobBatch, JobGroup
+
+    name = unique_queue("duplicate")
+    job = Job(queue_name=name, payload={})
+    queue.enqueue(job)
+    again = Job(queue_name=name, payload={"second": True})
+    again.id = job.id
+    with pytest.raises(InvalidJob, match="already exists"):
+        queue.enqueue(again)
+    batch = JobBatch("b", jobs=[Job(queue_name=name, payload={})])
+    queue.enqueue_batch(batch)
+    with pytest.raises(InvalidJob, match="already exists"):
+        queue.enqueue_batch(JobBatch("b", jobs=[again]))
+    group = JobGroup("g").add_job(Job(queue_name=name, payload={}))
+    group.id = batch.id
+    queue.enqueue_workflow(group)
+    clash = JobGroup("g2").add_job(Job(queue_name=name, payload={}))
+    clash.id = group.id
+    with pytest.raises(InvalidWorkflow, match="already exists"):
+        queue.enqueue_workflow(clash)
+    assert sum(queue.get_job_counts_by_status(name).values()) == 3
+
+
+def test_an_empty_cron_schedule_is_no_schedule(queue):
+    name = unique_queue("empty_cron")
+    job_id = queue.enqueue(Job(queue_name=name, payload={}, cron_schedule=""))
+    assert queue.get_job(job_id).cron_schedule is None
+    assert [job.id for job in queue.dequeue(name)] == [job_id]
+
+
+def test_a_naive_retry_time_is_refused(queue):
+    name = unique_queue("naive_retry")
+    queue.enqueue(Job(queue_name=name, payload={}))
+    run = queue.dequeue_one(name)
+    with pytest.raises(InvalidJob):
+        queue.finish_job_run(run, JobOutcome.retry(datetime(2030, 1, 1)))
+    assert queue.get_job(run.id).status == "Running"

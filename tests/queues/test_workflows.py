@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from queues.api import (
@@ -124,3 +126,18 @@ def test_unknown_dependency_and_cycles_are_refused(queue):
     with pytest.raises(InvalidWorkflow, match="not in workflow"):
         queue.enqueue_workflow(JobGroup("partial").add_job(lonely))
     assert sum(queue.get_job_counts_by_status(name).values()) == 0, "nothing was written"
+
+
+def test_deleting_the_last_unfinished_parent_frees_its_dependents(queue):
+    name = unique_queue("wf_delete")
+    done, dropped = jobs(name, 2)
+    dropped.scheduled_at = dropped.created_at + timedelta(days=1)  # never due in this test
+    child = Job(queue_name=name, payload={"child": True})
+    child.depends_on_job(done).depends_on_job(dropped)
+    queue.enqueue_many([done, dropped, child])
+    run = queue.dequeue_one(name)
+    assert run.id == done.id
+    queue.finish_job_run(run, JobOutcome.completed())
+    assert queue.dequeue(name) == [], "the child ran before its parents"
+    queue.delete_job(dropped.id)
+    assert [job.id for job in queue.dequeue(name, DequeueOptions.batch(5))] == [child.id]

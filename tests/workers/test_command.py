@@ -44,7 +44,13 @@ def test_burst_in_process_prints_a_summary():
     out = io.StringIO()
     try:
         call_command(
-            "runworker", name, "--burst", "--poll-interval", "0.02", "--batch-size", "2",
+            "runworker",
+            name,
+            "--burst",
+            "--poll-interval",
+            "0.02",
+            "--batch-size",
+            "2",
             stdout=out,
         )
     finally:
@@ -73,6 +79,7 @@ def test_the_process_row_shows_held_and_running_jobs():
     thread = threading.Thread(target=runtime.run, args=(stop, force))
     thread.start()
     try:
+
         def counts():
             row = WorkerProcess.objects.first()
             return row and (row.jobs_held, row.jobs_running, row.jobs_processed)

@@ -58,8 +58,14 @@ def test_an_exception_is_a_failed_run_retried_with_the_engines_backoff():
     before = timezone.now()
     worker = Worker(queue, name, handler, poll_interval=FAST)
     with running(worker):
-        wait_until(lambda: queue.get_job(job_id).attempts == 1 and queue.get_job(job_id).status
-                   == JobStatus.PENDING, 30, "the failed run was not recorded")
+        wait_until(
+            lambda: (
+                queue.get_job(job_id).attempts == 1
+                and queue.get_job(job_id).status == JobStatus.PENDING
+            ),
+            30,
+            "the failed run was not recorded",
+        )
     job = queue.get_job(job_id)
     assert job.error_message == "ValueError: boom"
     assert job.attempts == 1
@@ -120,7 +126,11 @@ def test_the_workers_default_timeout_applies_to_jobs_without_one():
     release = threading.Event()
     try:
         run_until(
-            queue, name, "TimedOut", 1, lambda job: release.wait(30),
+            queue,
+            name,
+            "TimedOut",
+            1,
+            lambda job: release.wait(30),
             default_timeout=timedelta(milliseconds=200),
         )
     finally:

@@ -71,14 +71,15 @@ def test_worker_carries_on_through_database_faults(caplog):
     failures = {
         "dequeue": 3,
         "start_claimed_run": 2,
-        "finish_job_run": 2,
+        "finish_job_runs": 2,
     }
     queue = FlakyQueue(failures)
     name = unique_queue("faults")
     ids = enqueue_jobs(queue, name, 20)
     runs = Runs()
+    # Jobs long enough that held jobs wait past FRESH_START and get their start markers.
     worker = (
-        Worker(queue, name, counting_handler(runs, 0.01))
+        Worker(queue, name, counting_handler(runs, 0.06))
         .with_poll_interval(timedelta(milliseconds=20))
         .with_batch_size(5)
         .with_batch_concurrency(2)

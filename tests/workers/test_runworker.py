@@ -243,8 +243,15 @@ def test_worker_carries_on_through_a_postgresql_restart(runworker, tmp_path):
     # A claim whose reply was lost in the restart comes back through the reaper, hence
     # the short lease and reaper interval.
     run = runworker(
-        WORK_QUEUE, "--batch-size", "4", "--concurrency", "2", "--lease", "3",
-        "--reaper-interval", "1",
+        WORK_QUEUE,
+        "--batch-size",
+        "4",
+        "--concurrency",
+        "2",
+        "--lease",
+        "3",
+        "--reaper-interval",
+        "1",
     )
     queue = JobQueue()
     wait_until(

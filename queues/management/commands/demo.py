@@ -33,13 +33,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--addr", default="127.0.0.1")
         parser.add_argument("--port", default="8000")
-        parser.add_argument("--no-serve", action="store_true",
-                            help="only create the users and load the sample jobs")
-        parser.add_argument("--no-traffic", action="store_true",
-                            help="do not keep enqueueing new jobs while serving")
+        parser.add_argument(
+            "--no-serve", action="store_true", help="only create the users and load the sample jobs"
+        )
+        parser.add_argument(
+            "--no-traffic",
+            action="store_true",
+            help="do not keep enqueueing new jobs while serving",
+        )
 
-    def handle(self, *args, addr: str, port: str, no_serve: bool, no_traffic: bool,
-               **options) -> None:
+    def handle(
+        self, *args, addr: str, port: str, no_serve: bool, no_traffic: bool, **options
+    ) -> None:
         self._users()
         if Job.objects.exists():
             self.stdout.write("Sample jobs: the database already holds jobs; none added.")
@@ -53,11 +58,13 @@ class Command(BaseCommand):
         if not no_traffic:
             threading.Thread(target=_traffic, args=(stop,), daemon=True).start()
         url = f"http://{addr}:{port}/"
-        self.stdout.write(self.style.SUCCESS(
-            f"\nDashboard: {url}\n"
-            f"Log in as {DEMO_USER} / {DEMO_PASSWORD} (may do everything) or "
-            f"{VIEWER_USER} / {VIEWER_PASSWORD} (may only look).\nStop with Ctrl-C.\n"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"\nDashboard: {url}\n"
+                f"Log in as {DEMO_USER} / {DEMO_PASSWORD} (may do everything) or "
+                f"{VIEWER_USER} / {VIEWER_PASSWORD} (may only look).\nStop with Ctrl-C.\n"
+            )
+        )
         try:
             call_command("runserver", f"{addr}:{port}", use_reloader=False)
         finally:
@@ -80,17 +87,30 @@ class Command(BaseCommand):
         viewer.set_password(VIEWER_PASSWORD)
         viewer.save()
         viewer.user_permissions.set(
-            Permission.objects.filter(content_type__app_label="queues",
-                                      codename__startswith="view_")
+            Permission.objects.filter(
+                content_type__app_label="queues", codename__startswith="view_"
+            )
         )
-        self.stdout.write(f"Users: {DEMO_USER} / {DEMO_PASSWORD} (superuser), "
-                          f"{VIEWER_USER} / {VIEWER_PASSWORD} (staff, read-only).")
+        self.stdout.write(
+            f"Users: {DEMO_USER} / {DEMO_PASSWORD} (superuser), "
+            f"{VIEWER_USER} / {VIEWER_PASSWORD} (staff, read-only)."
+        )
 
     def _start_worker(self, stop: threading.Event):
         if "runworker" in get_commands():
             # The handlers of these queues are in the demo app's jobs.py.
-            command = [sys.executable, "manage.py", "runworker", *demo_data.QUEUES,
-                       "--batch-size", "5", "--concurrency", "2", "--poll-interval", "0.5"]
+            command = [
+                sys.executable,
+                "manage.py",
+                "runworker",
+                *demo_data.QUEUES,
+                "--batch-size",
+                "5",
+                "--concurrency",
+                "2",
+                "--poll-interval",
+                "0.5",
+            ]
             self.stdout.write(f"Worker: {' '.join(command[1:])}")
             worker = subprocess.Popen(command)
             try:
@@ -99,9 +119,9 @@ class Command(BaseCommand):
                 return worker  # still running: it is working
             self.stdout.write(self.style.WARNING(f"Worker: runworker stopped ({code})."))
         else:
-            self.stdout.write(self.style.WARNING(
-                "Worker: `manage.py runworker` is not installed here."
-            ))
+            self.stdout.write(
+                self.style.WARNING("Worker: `manage.py runworker` is not installed here.")
+            )
         self.stdout.write("Worker: a stand-in thread plays the worker.")
         threading.Thread(target=_stand_in_worker, args=(stop,), daemon=True).start()
         return None

@@ -65,8 +65,9 @@ class Command(BaseCommand):
             if options["verbosity"] > 1 or done == count or done % 200_000 == 0:
                 rate = done / (time.monotonic() - started)
                 self.stdout.write(f"{done:,} jobs ({rate:,.0f}/s)")
-        self.stdout.write(self.style.SUCCESS(f"inserted {count:,} jobs in "
-                                             f"{time.monotonic() - started:.1f} s"))
+        self.stdout.write(
+            self.style.SUCCESS(f"inserted {count:,} jobs in {time.monotonic() - started:.1f} s")
+        )
 
 
 class _RowWriter:

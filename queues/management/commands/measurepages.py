@@ -37,8 +37,10 @@ class Command(BaseCommand):
         client = Client(SERVER_NAME="localhost")
         client.force_login(_measurer())
         over = []
-        self.stdout.write(f"{connection.vendor}, {Job.objects.count():,} jobs; "
-                          f"{repeat} requests per page after one warm-up")
+        self.stdout.write(
+            f"{connection.vendor}, {Job.objects.count():,} jobs; "
+            f"{repeat} requests per page after one warm-up"
+        )
         self.stdout.write(f"{'page':<44} {'median ms':>10} {'max ms':>8} {'cpu ms':>8}")
         for label, url, headers in _pages():
             times, cpu = [], []
@@ -81,8 +83,11 @@ def _pages():
     job = Job.objects.filter(queue_name=biggest).values_list("id", flat=True).first()
     pages = [
         ("overview", reverse("dashboard:overview"), {}),
-        ("overview, live poll", reverse("dashboard:overview"),
-         {**poll, "HX-Target": "overview-live"}),
+        (
+            "overview, live poll",
+            reverse("dashboard:overview"),
+            {**poll, "HX-Target": "overview-live"},
+        ),
         (f"queue {biggest}", queue, {}),
         (f"queue {biggest}, live poll of the list", queue, {**poll, "HX-Target": "queue-jobs"}),
         (f"queue {biggest}, status Dead", f"{queue}?status=Dead", {}),

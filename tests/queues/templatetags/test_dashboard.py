@@ -10,7 +10,13 @@ from queues.templatetags.dashboard import ago, compact, duration, preview, spark
 
 def test_compact_numbers():
     assert [compact(n) for n in (0, 950, 1000, 1234, 12_345, 1_250_000, 2_000_000_000)] == [
-        "0", "950", "1k", "1.2k", "12.3k", "1.2M", "2G"
+        "0",
+        "950",
+        "1k",
+        "1.2k",
+        "12.3k",
+        "1.2M",
+        "2G",
     ]
     assert compact(None) == "0"
 
@@ -46,7 +52,5 @@ def test_sparkline_is_an_svg_polyline_of_numbers():
 
 
 def test_pretty_json_is_escaped_by_the_template():
-    html = Template("{% load dashboard %}{{ v|pretty_json }}").render(
-        Context({"v": {"h": "<b>&"}})
-    )
+    html = Template("{% load dashboard %}{{ v|pretty_json }}").render(Context({"v": {"h": "<b>&"}}))
     assert "&lt;b&gt;&amp;" in html and "<b>" not in html

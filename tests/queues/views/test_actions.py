@@ -37,8 +37,9 @@ def actions(engine, qname):
     ]
 
 
-@pytest.mark.parametrize("who", ["viewer_client", "csrf_client"],
-                         ids=["without-permission", "without-csrf-token"])
+@pytest.mark.parametrize(
+    "who", ["viewer_client", "csrf_client"], ids=["without-permission", "without-csrf-token"]
+)
 def test_every_action_is_refused_with_403(who, actions, request, engine, qname):
     client = request.getfixturevalue(who)
     before = sorted(Job.objects.values_list("id", "status"))
@@ -148,8 +149,9 @@ def test_bulk_retry_reports_refusals(operator_client, engine, qname):
     dead = [make_dead(engine, qname) for _ in range(2)]
     pending = enqueue(engine, qname)
     ids = [j.id for j in dead] + [pending.id]
-    response = operator_client.post(reverse("dashboard:bulk"),
-                                    {"action": "cancel", "ids": ids}, headers=HTMX)
+    response = operator_client.post(
+        reverse("dashboard:bulk"), {"action": "cancel", "ids": ids}, headers=HTMX
+    )
     text = response.content.decode()
     assert "1 of 3 jobs cancelled" in text and "Refused" in text
     assert engine.get_job(pending.id).status == JobStatus.FAILED
@@ -157,11 +159,15 @@ def test_bulk_retry_reports_refusals(operator_client, engine, qname):
 
 def test_bulk_retry_and_delete(operator_client, engine, qname):
     dead = [make_dead(engine, qname) for _ in range(3)]
-    operator_client.post(reverse("dashboard:bulk"),
-                         {"action": "retry", "ids": [j.id for j in dead[:2]]}, headers=HTMX)
+    operator_client.post(
+        reverse("dashboard:bulk"),
+        {"action": "retry", "ids": [j.id for j in dead[:2]]},
+        headers=HTMX,
+    )
     assert [engine.get_job(j.id).status for j in dead] == ["Pending", "Pending", "Dead"]
-    operator_client.post(reverse("dashboard:bulk"),
-                         {"action": "delete", "ids": [dead[2].id]}, headers=HTMX)
+    operator_client.post(
+        reverse("dashboard:bulk"), {"action": "delete", "ids": [dead[2].id]}, headers=HTMX
+    )
     assert engine.get_job(dead[2].id) is None
 
 
@@ -191,21 +197,24 @@ def test_recurring_toggles(operator_client, engine, qname):
     operator_client.post(reverse("dashboard:recurring-enable", args=[job.id]), headers=HTMX)
     assert engine.get_job(job.id).recurring is True
     plain = enqueue(engine, qname)
-    response = operator_client.post(reverse("dashboard:recurring-enable", args=[plain.id]),
-                                    headers=HTMX)
+    response = operator_client.post(
+        reverse("dashboard:recurring-enable", args=[plain.id]), headers=HTMX
+    )
     assert "not a recurring job" in response.content.decode()
 
 
 def test_without_htmx_an_action_redirects_back_with_a_message(operator_client, engine, qname):
     job = make_dead(engine, qname)
     page = reverse("dashboard:job", args=[job.id])
-    response = operator_client.post(reverse("dashboard:job-retry", args=[job.id]),
-                                    {"next": page}, follow=True)
+    response = operator_client.post(
+        reverse("dashboard:job-retry", args=[job.id]), {"next": page}, follow=True
+    )
     assert response.redirect_chain[-1][0] == page
     assert "queued again" in response.content.decode()
 
 
 def test_without_htmx_a_foreign_next_is_ignored(operator_client, qname):
-    response = operator_client.post(reverse("dashboard:pause"),
-                                    {"queue": qname, "next": "https://evil.example/"})
+    response = operator_client.post(
+        reverse("dashboard:pause"), {"queue": qname, "next": "https://evil.example/"}
+    )
     assert response["Location"] == reverse("dashboard:overview")

@@ -77,7 +77,7 @@ def test_overview_shows_counts_per_queue_and_totals(engine, qname, viewer_client
         enqueue(engine, qname)
     make_dead(engine, qname)
     html = viewer_client.get(reverse("dashboard:overview")).content.decode()
-    row = html[html.index(f'data-queue="{qname}"'):]
+    row = html[html.index(f'data-queue="{qname}"') :]
     row = row[: row.index("</tr>")]
     assert 'data-status="Pending" title="3">3<' in row
     assert 'data-status="Dead" title="1">1<' in row
@@ -108,7 +108,7 @@ def test_overview_sparkline_and_last_minute_count_completions(engine, qname, vie
     enqueue(engine, qname)
     engine.finish_job_run(engine.dequeue_one(qname), JobOutcome.completed())
     html = viewer_client.get(reverse("dashboard:overview")).content.decode()
-    row = html[html.index(f'data-queue="{qname}"'):]
+    row = html[html.index(f'data-queue="{qname}"') :]
     assert 'aria-label="1 completed in the last 30 minutes"' in row[: row.index("</tr>")]
 
 
@@ -230,13 +230,13 @@ def test_recurring_page_lists_cron_jobs(engine, qname, viewer_client):
 
 def test_workers_page_marks_stale_workers(viewer_client):
     now = timezone.now()
-    WorkerProcess.objects.create(hostname="fresh-host", pid=1, queues=["a"],
-                                 last_heartbeat_at=now)
-    WorkerProcess.objects.create(hostname="old-host", pid=2, queues=["a"],
-                                 last_heartbeat_at=now - timedelta(minutes=5))
+    WorkerProcess.objects.create(hostname="fresh-host", pid=1, queues=["a"], last_heartbeat_at=now)
+    WorkerProcess.objects.create(
+        hostname="old-host", pid=2, queues=["a"], last_heartbeat_at=now - timedelta(minutes=5)
+    )
     html = viewer_client.get(reverse("dashboard:workers")).content.decode()
-    old = html[html.index("old-host"):]
-    fresh = html[html.index("fresh-host"):]
+    old = html[html.index("old-host") :]
+    fresh = html[html.index("fresh-host") :]
     assert "stale</span>" in old[: old.index("</tr>")]
     assert "stale</span>" not in fresh[: fresh.index("</tr>")]
 
