@@ -64,7 +64,7 @@ def queue_counts(name: str, using: str = "default") -> dict[str, int]:
     return {status.value: counts.get(status.value, 0) for status in STATUS_COLUMNS}
 
 
-def overview(now: datetime | None = None) -> Overview:
+def overview(now: datetime | None = None, cache: MinuteCache | None = None) -> Overview:
     now = now or timezone.now()
     pauses = {p.queue_name: p for p in QueuePause.objects.all()}
     counts = counts_by_queue()
@@ -72,7 +72,7 @@ def overview(now: datetime | None = None) -> Overview:
     for name in sorted(counts.keys() | pauses.keys()):
         row = QueueRow(name, counts=counts.get(name, {}), pause=pauses.get(name))
         if row.counts.get(JobStatus.COMPLETED):
-            row.spark, row.last_minute = throughput(name, now)
+            row.spark, row.last_minute = throughput(name, now, cache)
         if row.counts.get(JobStatus.PENDING):
             row.oldest_pending_at = (
                 Job.objects.filter(queue_name=name, status=JobStatus.PENDING)
@@ -85,30 +85,67 @@ def overview(now: datetime | None = None) -> Overview:
     return Overview(rows, sum(r.last_minute for r in rows), alive)
 
 
-def throughput(name: str, now: datetime) -> tuple[list[int], int]:
+def throughput(name: str, now: datetime, cache: MinuteCache | None = None
+               ) -> tuple[list[int], int]:
     """Completions of queue `name` per minute over the last SPARK_MINUTES (oldest first),
-    and in the last 60 s: one grouped read of the (queue_name, status, completed_at) index."""
+    and in the last 60 s: one grouped read of the (queue_name, status, completed_at) index
+    (with `cache`, only of the minutes it does not hold)."""
     start = (now - timedelta(minutes=SPARK_MINUTES - 1)).replace(second=0, microsecond=0)
+    if cache is None:
+        per_minute, last_minute = _completions(name, start, now)
+    else:
+        per_minute, last_minute = cache.read(name, start, now)
+    spark = [per_minute.get(start + timedelta(minutes=i), 0) for i in range(SPARK_MINUTES)]
+    return spark, last_minute
+
+
+def _completions(name: str, since: datetime, now: datetime) -> tuple[dict[datetime, int], int]:
+    """{minute: completions} from `since` on, and the completions of the last 60 s."""
     recent = Case(
         When(completed_at__gte=now - timedelta(minutes=1), then=Value(1)),
         default=Value(0),
     )
     groups = (
-        Job.objects.filter(queue_name=name, status=JobStatus.COMPLETED, completed_at__gte=start)
+        Job.objects.filter(queue_name=name, status=JobStatus.COMPLETED, completed_at__gte=since)
         .annotate(minute=_minute_of("completed_at"), recent=recent)
         .order_by()
         .values_list("minute", "recent")
         .annotate(n=Count("*"))
     )
-    spark, last_minute = [0] * SPARK_MINUTES, 0
+    per_minute: dict[datetime, int] = {}
+    last_minute = 0
     for minute, is_recent, n in groups:
         if isinstance(minute, str):
-            minute = datetime.fromisoformat(minute.replace(" ", "T")).replace(tzinfo=UTC)
-        index = int((minute - start).total_seconds() // 60)
-        if 0 <= index < SPARK_MINUTES:
-            spark[index] += n
+            minute = datetime.fromisoformat(minute.replace(" ", "T"))
+        minute = minute.replace(tzinfo=UTC) if minute.tzinfo is None else minute.astimezone(UTC)
+        per_minute[minute] = per_minute.get(minute, 0) + n
         last_minute += n if is_recent else 0
-    return spark, last_minute
+    return per_minute, last_minute
+
+
+class MinuteCache:
+    """Completions per minute of the minutes that closed more than SETTLE ago, kept between
+    reads by one long-lived reader (the live dashboard's aggregator, which reads every
+    second). A closed minute's count stays put (a job is stamped completed as it is written
+    and committed at once), so each read only counts the open minutes: at a thousand
+    completions a minute, counting all 30 minutes again would cost far more than the rest of
+    the overview together. Pages do not use it: each request reads everything."""
+
+    SETTLE = timedelta(minutes=1)
+
+    def __init__(self) -> None:
+        self.minutes: dict[str, dict[datetime, int]] = {}
+        self.until: dict[str, datetime] = {}  # minutes before this are in `minutes`
+
+    def read(self, name: str, start: datetime, now: datetime) -> tuple[dict[datetime, int], int]:
+        settled = (now - self.SETTLE).replace(second=0, microsecond=0)
+        since = max(start, self.until.get(name, start))
+        fresh, last_minute = _completions(name, since, now)
+        kept = {m: n for m, n in self.minutes.get(name, {}).items() if m >= start}
+        kept.update((m, n) for m, n in fresh.items() if m < settled)
+        self.minutes[name] = kept
+        self.until[name] = max(since, settled)
+        return {**kept, **fresh}, last_minute
 
 
 def _minute_of(column: str):
