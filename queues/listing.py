@@ -19,6 +19,10 @@ from .enums import JobStatus
 from .models import Job
 
 PAGE_SIZE = 50
+#: The statuses read for an unfiltered list, the usually newest first: once one gives a full
+#: page, the others are read only down to its oldest row.
+SCAN_ORDER = [JobStatus.COMPLETED, JobStatus.PENDING, JobStatus.RUNNING, JobStatus.FAILED,
+              JobStatus.DEAD, JobStatus.TIMED_OUT, JobStatus.RETRYING, JobStatus.ARCHIVED]
 SEARCH_WINDOW = 2_000
 
 
@@ -76,11 +80,12 @@ def list_jobs(
     ident = _as_uuid(flt.search)
     if ident is not None:
         return JobPage(list(Job.objects.filter(id=ident, queue_name=flt.queue)))
-    statuses = [flt.status] if flt.status else list(JobStatus.values)
+    statuses = [flt.status] if flt.status else SCAN_ORDER
     if present is not None:
         statuses = [s for s in statuses if s in present]
     after = decode_cursor(cursor) if cursor else None
     candidates: list = []
+    floor = None
     for status in statuses:
         rows = Job.objects.filter(queue_name=flt.queue, status=status)
         if flt.priority is not None:
@@ -90,9 +95,17 @@ def list_jobs(
             rows = rows.filter(created_at__lte=after[0]).filter(
                 Q(created_at__lt=after[0]) | Q(id__lt=after[1])
             )
+        if floor is not None:
+            # A status already gave a full page newer than this: older rows cannot make it.
+            rows = rows.filter(created_at__gte=floor)
         if flt.search:
             rows = _searched(rows, flt, status)
-        candidates += rows.order_by("-created_at", "-id").values_list("id", flat=True)[: size + 1]
+        newest = list(
+            rows.order_by("-created_at", "-id").values_list("id", "created_at")[: size + 1]
+        )
+        candidates += [pk for pk, _ in newest]
+        if len(newest) > size:
+            floor = max(floor or newest[-1][1], newest[-1][1])
     # The newest of the candidates, whole rows for these only, and ordered by the database:
     # ties on created_at are broken by id as the database compares ids, which is not always
     # Python's order (MariaDB's UUID type compares the last group of digits first), so the

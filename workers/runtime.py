@@ -212,6 +212,10 @@ class WorkerRun:
                     job = self.held.popleft()
                     self.running[job.id] = job
                     self.stats.add(held=-1, running=1)
+                    if not self.held:
+                        # The poller claims again once every held job has started: wake
+                        # it, or it waits for a job to finish (forever, if none does).
+                        self.cond.notify_all()
                 outcome = None
                 try:
                     outcome = self._process(job)

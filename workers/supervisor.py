@@ -17,6 +17,24 @@ logger = logging.getLogger("workers")
 #: The least time between two starts of the same child, so that a child that cannot
 #: start (a broken settings module, say) is not restarted in a tight loop.
 RESTART_DELAY = 1.0
+#: Tells a child its supervisor's pid, so that it drains and exits if the supervisor dies.
+SUPERVISOR_ENV = "HAMMERWEB_SUPERVISOR_PID"
+
+
+def watch_supervisor(stop: threading.Event) -> None:
+    """In a child: drain and exit once the supervisor is gone (then it is no longer our
+    parent), rather than run on with nobody to stop it."""
+    expected = os.environ.get(SUPERVISOR_ENV)
+    if not expected:
+        return
+
+    def watch():
+        while not stop.wait(0.5):
+            if os.getppid() != int(expected):
+                logger.warning("the supervisor (pid %s) is gone: draining", expected)
+                stop.set()
+
+    threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
 
 
 class Supervisor:
@@ -29,7 +47,8 @@ class Supervisor:
     def _spawn(self, index: int) -> subprocess.Popen:
         # A process group of its own: a Ctrl-C in the terminal reaches the supervisor
         # only, which passes it on once (a second one would force the child).
-        child = subprocess.Popen(self.command, cwd=self.cwd, env=os.environ.copy(), process_group=0)
+        env = {**os.environ, SUPERVISOR_ENV: str(os.getpid())}
+        child = subprocess.Popen(self.command, cwd=self.cwd, env=env, process_group=0)
         logger.info("started worker process %d (pid %d)", index, child.pid)
         return child
 

@@ -25,7 +25,7 @@ from . import task_functions as tasks
 DUMMY = "django.tasks.backends.dummy.DummyBackend"
 HAMMERWEB = "queues.tasks_backend.HammerwebBackend"
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(params=[DUMMY, HAMMERWEB], ids=["dummy", "hammerweb"])
@@ -163,6 +163,7 @@ def test_jobs_carry_queue_priority_and_deferral(hammerweb):
         (100, JobPriority.CRITICAL),
     ],
 )
+@pytest.mark.django_db(databases=[])
 def test_priority_maps_onto_the_five_levels(priority, level):
     assert job_priority(priority) == level
 
@@ -175,6 +176,7 @@ def test_enqueue_is_part_of_the_callers_transaction(hammerweb):
         hammerweb.get_result(result.id)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_worker_runs_tasks_and_sends_the_signals(hammerweb):
     results = {
         "meaning": tasks.calculate_meaning_of_life.enqueue(),

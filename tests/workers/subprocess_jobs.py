@@ -3,6 +3,8 @@
 
 A job whose payload names a `log` file appends `start <id> <attempt> <pid>` when it starts
 and `done <id>` when its handler returns, so a test can tell what ran where and how often.
+A job whose payload names a `gate` file waits until that file exists: the test decides
+when it finishes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ def _log(path: str | None, line: str) -> None:
 def work(job):
     log = job.payload.get("log")
     _log(log, f"start {job.id} {job.attempts} {os.getpid()}")
+    gate = job.payload.get("gate")
+    deadline = time.monotonic() + 120
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
     time.sleep(float(job.payload.get("seconds", 0)))
     _log(log, f"done {job.id}")
     return {"pid": os.getpid()}

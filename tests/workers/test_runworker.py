@@ -16,7 +16,7 @@ from django.core.management import get_commands
 from django.db import connection
 from django.tasks.base import TaskResultStatus
 
-from queues.api import Job, JobQueue, JobStatus
+from queues.api import Job, JobPriority, JobQueue, JobStatus
 from queues.models import WorkerProcess
 
 from .helpers import wait_for_status, wait_until
@@ -81,9 +81,19 @@ def log_lines(path: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def enqueue_work(count: int, log: Path | None = None, seconds: float = 0.0) -> list:
-    payload = {"seconds": seconds, **({"log": str(log)} if log else {})}
-    jobs = [Job(queue_name=WORK_QUEUE, payload=payload) for _ in range(count)]
+def enqueue_work(
+    count: int,
+    log: Path | None = None,
+    seconds: float = 0.0,
+    gate: Path | None = None,
+    priority: JobPriority = JobPriority.NORMAL,
+) -> list:
+    payload: dict = {"seconds": seconds}
+    if log:
+        payload["log"] = str(log)
+    if gate:
+        payload["gate"] = str(gate)
+    jobs = [Job(queue_name=WORK_QUEUE, payload=payload, priority=priority) for _ in range(count)]
     return JobQueue().enqueue_many(jobs)
 
 
@@ -124,8 +134,8 @@ def test_burst_runs_every_job_and_task_then_exits_zero(runworker, tmp_path):
 
 
 def test_sigterm_releases_held_jobs_and_lets_the_running_one_finish(runworker, tmp_path):
-    log = tmp_path / "jobs.log"
-    ids = enqueue_work(6, log, seconds=1.0)
+    log, gate = tmp_path / "jobs.log", tmp_path / "gate"
+    ids = enqueue_work(6, log, gate=gate)
     run = runworker(WORK_QUEUE, "--batch-size", "4", "--concurrency", "1")
     wait_until(lambda: log_lines(log), 30, "no job started")
     wait_for_status(JobQueue(), WORK_QUEUE, "Running", 4, 10)
@@ -133,6 +143,8 @@ def test_sigterm_releases_held_jobs_and_lets_the_running_one_finish(runworker, t
     assert (row.pid, row.queues, row.batch_size) == (run.proc.pid, [WORK_QUEUE], 4)
 
     run.signal(signal.SIGTERM)
+    wait_until(lambda: "draining" in run.text(), 10, "the SIGTERM was not handled")
+    gate.touch()  # the running job may finish now, within the grace period
     assert run.wait() == 0, run.text()
 
     started = {parts[1] for parts in log_lines(log) if parts[0] == "start"}
@@ -161,21 +173,26 @@ def test_a_second_sigterm_forces_the_exit(runworker, tmp_path):
 
 
 def test_kill_9_mid_batch_then_the_reaper_loses_no_job(runworker, tmp_path):
-    log = tmp_path / "jobs.log"
-    ids = enqueue_work(12, log, seconds=0.3)
+    log, gate = tmp_path / "jobs.log", tmp_path / "gate"
+    # The first batch (the High jobs) runs through; the second one waits at the gate, two
+    # jobs running and two held, when the worker is killed.
+    first = enqueue_work(4, log, priority=JobPriority.HIGH)
+    ids = first + enqueue_work(8, log, gate=gate)
     run = runworker(WORK_QUEUE, "--batch-size", "4", "--concurrency", "2", "--lease", "2")
     queue = JobQueue()
 
     def mid_batch():
         counts = queue.get_job_counts_by_status(WORK_QUEUE)
-        return counts["Completed"] >= 1 and counts["Running"] >= 1
+        starts = [parts for parts in log_lines(log) if parts[0] == "start"]
+        return counts["Completed"] == 4 and counts["Running"] == 4 and len(starts) == 6
 
     wait_until(mid_batch, 30, "the worker never got mid-batch")
     run.proc.kill()
     run.proc.wait()
+    gate.touch()
 
     interrupted = {j.id for j in Job.objects.filter(queue_name=WORK_QUEUE, status="Running")}
-    assert interrupted
+    assert len(interrupted) == 4 and not interrupted & set(first)
     # The reaper takes them back once their 2 s lease has expired (the reaper schedules
     # them at its own `now`, so a moved MockClock would hold them in the future).
     requeued: set = set()
@@ -196,14 +213,14 @@ def test_kill_9_mid_batch_then_the_reaper_loses_no_job(runworker, tmp_path):
     assert rerun.wait() == 0, rerun.text()
     lines = log_lines(log)
     done = Counter(parts[1] for parts in lines if parts[0] == "done")
+    starts = Counter(parts[1] for parts in lines if parts[0] == "start")
     for job_id in ids:
         job = queue.get_job(job_id)
         assert job.status == JobStatus.COMPLETED, f"job {job_id} lost: {job.status}"
+        # A job interrupted by the kill counted that attempt, run or only held.
         assert job.attempts == (2 if job_id in interrupted else 1)
-        if job_id not in interrupted:
-            assert done[str(job_id)] == 1, f"job {job_id} ran {done[str(job_id)]} times"
-        else:
-            assert done[str(job_id)] in (1, 2)
+        assert done[str(job_id)] == 1, f"job {job_id} completed {done[str(job_id)]} times"
+    assert sorted(starts[str(job_id)] for job_id in interrupted) == [1, 1, 2, 2]
 
 
 def test_supervised_processes_restart_a_dead_child(runworker):
@@ -273,3 +290,20 @@ def test_worker_carries_on_through_a_postgresql_restart(runworker, tmp_path):
     assert "database fault" in run.text()
     done = Counter(parts[1] for parts in log_lines(log) if parts[0] == "done")
     assert set(done) == {str(job_id) for job_id in ids}
+
+
+def test_children_drain_and_exit_when_the_supervisor_dies(runworker):
+    run = runworker(WORK_QUEUE, "--processes", "2")
+    wait_until(lambda: WorkerProcess.objects.count() == 2, 30, "two children did not start")
+    children = list(WorkerProcess.objects.values_list("pid", flat=True))
+    run.proc.kill()
+    run.proc.wait()
+    try:
+        # The orphans notice, drain and remove their rows on their clean exit.
+        wait_until(lambda: not WorkerProcess.objects.exists(), 30, "orphaned children run on")
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # gone, as it should be

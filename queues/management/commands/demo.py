@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command, get_commands
@@ -99,9 +100,10 @@ class Command(BaseCommand):
     def _start_worker(self, stop: threading.Event):
         if "runworker" in get_commands():
             # The handlers of these queues are in the demo app's jobs.py.
+            manage = str(settings.BASE_DIR / "manage.py")
             command = [
                 sys.executable,
-                "manage.py",
+                manage,
                 "runworker",
                 *demo_data.QUEUES,
                 "--batch-size",
@@ -111,7 +113,7 @@ class Command(BaseCommand):
                 "--poll-interval",
                 "0.5",
             ]
-            self.stdout.write(f"Worker: {' '.join(command[1:])}")
+            self.stdout.write(f"Worker: manage.py {' '.join(command[2:])}")
             worker = subprocess.Popen(command)
             try:
                 code = worker.wait(timeout=3)

@@ -24,7 +24,7 @@ from queues.validation import validate_queue_name
 
 from ...process import ProcessSettings, WorkerProcessRuntime
 from ...registry import autodiscover, handler_for
-from ...supervisor import Supervisor
+from ...supervisor import Supervisor, watch_supervisor
 
 logger = logging.getLogger("workers")
 
@@ -123,6 +123,7 @@ class Command(BaseCommand):
             except ImportError as exc:
                 raise CommandError(f"cannot import {module}: {exc}") from exc
         autodiscover()
+        watch_supervisor(stop)
         for name in options["queues"]:
             if handler_for(name) is None:
                 logger.warning("no handler is registered for queue %s: only django.tasks "
@@ -169,6 +170,7 @@ class Command(BaseCommand):
             *("--database", options["database"]),
             *("--verbosity", str(options["verbosity"])),
             *("--processes", "1"),
+            "--skip-checks",  # the supervisor ran them
         ]
         for module in options["include"]:
             args += ["--include", module]

@@ -1,0 +1,14 @@
+"""Worker tests' hooks."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    # Restarting PostgreSQL breaks every connection of the session, including those of
+    # threads the tests cannot close (a live server's): the restart test goes last.
+    restarts = [item for item in items if item.get_closest_marker("pgrestart")]
+    if restarts:
+        items[:] = [item for item in items if item not in restarts] + restarts

@@ -1,0 +1,44 @@
+"""`benchqueue` runs end to end on a tiny size so that it cannot rot (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_benchqueue_reports_every_figure_against_the_raw_limit():
+    out = StringIO()
+    call_command("benchqueue", jobs=50, json=True, stdout=out, stderr=StringIO())
+    report = json.loads(out.getvalue())
+    labels = {row["label"] for row in report["figures"]}
+    assert {
+        "single",
+        "batch of 10",
+        "batch of 50",
+        "batch of 100",
+        "hammerweb, batch 100",
+        "raw SQL limit, batch 100",
+        "single-job worker",
+        "batch worker (10, sequential)",
+        "batch worker (50, concurrency 10)",
+        "enqueue (one by one)",
+        "enqueue_many",
+    } <= labels
+    for row in report["figures"]:
+        assert row["jobs"] == 50, row
+        assert row["jobs_per_second"] > 0, row
+    assert report["meta"]["jobs"] == 50
+
+
+def test_benchqueue_table_and_bad_sizes():
+    out = StringIO()
+    call_command("benchqueue", jobs=20, stdout=out, stderr=StringIO())
+    assert "raw SQL limit, batch 100" in out.getvalue()
+    with pytest.raises(CommandError):
+        call_command("benchqueue", "--jobs", "0")

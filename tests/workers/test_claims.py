@@ -1,0 +1,44 @@
+"""When a worker claims: once every held job has started, a batch that fills the free
+capacity again, whether or not any job finishes."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from queues.api import Job, JobPriority, JobQueue
+from tests.conftest import unique_queue
+from workers.api import Worker
+
+from .helpers import running, wait_for_status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_claims_again_when_the_last_held_job_starts():
+    queue = JobQueue()
+    name = unique_queue("refill")
+    gate = threading.Event()
+    # Four quick High jobs first, then jobs that wait at the gate: the slots take the last
+    # held job while nothing finishes, and the poller must still refill the batch.
+    queue.enqueue_many([Job(queue_name=name, priority=JobPriority.HIGH) for _ in range(4)])
+    queue.enqueue_many([Job(queue_name=name, payload={"gated": True}) for _ in range(8)])
+
+    def handler(job):
+        if job.payload.get("gated"):
+            gate.wait(30)
+
+    worker = Worker(
+        queue, name, handler, batch_size=4, batch_concurrency=2,
+        poll_interval=timedelta(milliseconds=20),
+    )
+    try:
+        with running(worker):
+            # Two gated jobs running, two held: the batch is full again.
+            wait_for_status(queue, name, "Running", 4, 10)
+            gate.set()
+            wait_for_status(queue, name, "Completed", 12, 30)
+    finally:
+        gate.set()
