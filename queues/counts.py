@@ -14,13 +14,11 @@ from django.db.models import Sum
 
 from .enums import JobStatus
 from .models import Job, JobCount
-from .sql import queries_for, statements
+from .sql import run
 
 
 def _run(connection, name: str) -> None:
-    with connection.cursor() as cursor:
-        for sql in statements(queries_for(connection.vendor)[name]):
-            cursor.execute(sql)
+    run(connection, name)
 
 
 def install_job_counts(connection) -> None:

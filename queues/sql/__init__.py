@@ -45,3 +45,11 @@ def statements(sql: str) -> list[str]:
     """The statements of a block, split at its `-- statement` lines."""
     parts = (part.strip().rstrip(";").strip() for part in sql.split(STATEMENT_BREAK))
     return [part for part in parts if part]
+
+
+def run(connection, name: str) -> None:
+    """Execute every statement of the block `name` for `connection`'s vendor (DDL blocks
+    such as the count triggers; a comment-only block does nothing)."""
+    with connection.cursor() as cursor:
+        for sql in statements(queries_for(connection.vendor)[name]):
+            cursor.execute(sql)

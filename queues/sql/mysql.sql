@@ -92,3 +92,10 @@ DELETE FROM queues_jobcount
 -- statement
 INSERT INTO queues_jobcount (queue_name, status, shard, n)
 SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status
+
+-- name: install_job_notify
+-- Nothing to install: this database has no LISTEN/NOTIFY, so the live-dashboard aggregator
+-- (queues.live.aggregator) reads at most once a second while a dashboard is connected.
+
+-- name: drop_job_notify
+-- Nothing installed (see install_job_notify).

@@ -124,3 +124,31 @@ DELETE FROM queues_jobcount
 -- statement
 INSERT INTO queues_jobcount (queue_name, status, shard, n)
 SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status
+
+-- name: install_job_notify
+-- Wakes each web process's live-dashboard aggregator (queues.live.listen) after a change the
+-- overview shows: a statement trigger, so one NOTIFY per statement, not per row. NOTIFY is
+-- delivered only at COMMIT (a rolled-back change wakes nobody) and PostgreSQL folds identical
+-- notifications of one transaction into one. Heartbeats (UPDATEs that leave `status` alone)
+-- do not fire it. It is a hint only: the aggregator also reads on a timer.
+CREATE OR REPLACE FUNCTION queues_notify_jobs() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    PERFORM pg_notify('hammerweb_jobs', '');
+    RETURN NULL;
+END
+$body$
+-- statement
+CREATE TRIGGER queues_job_notify
+AFTER INSERT OR UPDATE OF status OR DELETE OR TRUNCATE ON queues_job
+FOR EACH STATEMENT EXECUTE FUNCTION queues_notify_jobs()
+-- statement
+CREATE TRIGGER queues_queuepause_notify
+AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queues_queuepause
+FOR EACH STATEMENT EXECUTE FUNCTION queues_notify_jobs()
+
+-- name: drop_job_notify
+DROP TRIGGER IF EXISTS queues_job_notify ON queues_job
+-- statement
+DROP TRIGGER IF EXISTS queues_queuepause_notify ON queues_queuepause
+-- statement
+DROP FUNCTION IF EXISTS queues_notify_jobs()

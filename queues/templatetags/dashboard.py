@@ -110,13 +110,19 @@ def sparkline(values: list[int], width: int = 120, height: int = 24):
 
 
 VISIBLE = "document.visibilityState === 'visible'"
+#: Set on <body> by static/live.js while the dashboard's WebSocket is open: the server then
+#: pushes the live regions and their polls stand down.
+PUSHED = "document.body.hasAttribute('data-ws-live')"
 
 
 @register.simple_tag(takes_context=True)
 def live(context, condition: str = ""):
-    """The attributes of a live region: re-fetched every 2 s while the tab is visible (and
-    `condition` holds), and at once after an action (the `refresh` event)."""
-    check = f"{VISIBLE} && {condition}" if condition else VISIBLE
+    """The attributes of a live region: re-fetched every 2 s while the tab is visible, no
+    WebSocket pushes it (and `condition` holds), and at once after an action (the `refresh`
+    event)."""
+    check = f"{VISIBLE} && !{PUSHED}"
+    if condition:
+        check = f"{check} && {condition}"
     # The region is its own target whatever encloses it (the bulk form targets #flash);
     # hx-disinherit: the buttons inside keep their own target and swap.
     return format_html(

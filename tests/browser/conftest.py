@@ -4,6 +4,10 @@ pytest-django's live server, logged in as a staff user with every permission."""
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +15,8 @@ import pytest
 sync_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
 PASSWORD = "browser-pw"
 
 
@@ -72,3 +77,40 @@ def log_in(page, base: str) -> None:
 def screenshot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture(scope="module")
+def asgi_server(django_db_setup, tmp_path_factory):
+    """The project's ASGI application served by daphne (`manage.py runserver`, which daphne
+    provides and which serves the static files) in a subprocess on the test database:
+    pytest-django's live_server is WSGI-only, so it has no WebSocket. Yields the base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path_factory.mktemp("asgi") / "server.log"
+    env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1",
+           "DJANGO_DEBUG": "1"}
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
+             "--skip-checks"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # until it accepts connections
+            assert server.poll() is None, log.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

@@ -50,3 +50,24 @@ def test_overview_lists_queues_and_oldest_pending():
     rows = {r.name: r for r in stats.overview().queues}
     assert {first, second} <= rows.keys()
     assert rows[first].oldest_pending_at is not None
+
+def test_the_minute_cache_reads_closed_minutes_once_and_agrees_with_a_full_read():
+    name, now = unique_queue("mc"), timezone.now()
+    for minutes_ago in (20, 5, 5):
+        _complete(JobQueue(clock=MockClock(now - timedelta(minutes=minutes_ago))), name)
+    _complete(JobQueue(clock=MockClock(now)), name)
+    cache = stats.MinuteCache()
+    assert stats.throughput(name, now, cache) == stats.throughput(name, now)
+    # The minutes that closed over a minute ago are kept; the next read starts after them.
+    settled = (now - stats.MinuteCache.SETTLE).replace(second=0, microsecond=0)
+    assert cache.until[name] == settled
+    assert sum(cache.minutes[name].values()) == 3
+    # A completion stamped in a kept minute after it was read is not counted again: those
+    # minutes are not read any more (completions are stamped as they are committed).
+    _complete(JobQueue(clock=MockClock(now - timedelta(minutes=20))), name)
+    later = now + timedelta(seconds=1)
+    _complete(JobQueue(clock=MockClock(later)), name)
+    spark, last_minute = stats.throughput(name, later, cache)
+    assert sum(spark) == 5 and last_minute == 2
+    full_spark, full_last = stats.throughput(name, later)
+    assert sum(full_spark) == 6 and full_last == 2

@@ -1,0 +1,39 @@
+"""The dashboard's WebSocket: staff sessions only, then pushed partials as they change."""
+
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from . import aggregator
+from .render import Audience, audience_of, group_of
+
+
+class DashboardConsumer(AsyncWebsocketConsumer):
+    audience: Audience | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        # The same rule as the pages (staff_member_required): an active staff user. Closing
+        # before accepting refuses the handshake (HTTP 403).
+        if user is None or not user.is_active or not user.is_staff:
+            await self.close()
+            return
+        audience = await database_sync_to_async(audience_of)(user)
+        await self.channel_layer.group_add(group_of(audience), self.channel_name)
+        await self.accept()
+        self.audience = audience
+        aggregator.current().subscribe(audience)
+
+    async def disconnect(self, code) -> None:
+        if self.audience is None:
+            return
+        aggregator.current().unsubscribe(self.audience)
+        await self.channel_layer.group_discard(group_of(self.audience), self.channel_name)
+        self.audience = None
+
+    async def receive(self, text_data=None, bytes_data=None) -> None:
+        """The dashboard sends nothing; anything sent is ignored."""
+
+    async def dashboard_update(self, event) -> None:
+        await self.send(text_data=event["html"])
