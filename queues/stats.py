@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Case, Count, Q, Value, When
+from django.db.models import Case, Count, Value, When
 from django.db.models.functions import Substr, TruncMinute
 from django.utils import timezone
 
@@ -224,11 +224,13 @@ def reaper_runs(limit: int = 20) -> list[ReaperRun]:
 
 
 def recurring_jobs(limit: int = 200) -> list[Job]:
-    return list(
-        Job.objects.filter(cron_schedule__isnull=False)
-        .filter(Q(recurring=True) | Q(recurring=False))
-        .order_by("-recurring", "next_run_at", "id")[:limit]
-    )
+    """Enabled recurring jobs by next run, then disabled ones. Each half is a range of the
+    (recurring, next_run_at) index, also where it cannot be partial (MySQL, MariaDB):
+    `next_run_at IS NOT NULL` keeps the plain jobs (no next run) out of the disabled half."""
+    cron = Job.objects.filter(cron_schedule__isnull=False).order_by("next_run_at", "id")
+    enabled = list(cron.filter(recurring=True)[:limit])
+    disabled = cron.filter(recurring=False, next_run_at__isnull=False)
+    return enabled + list(disabled[: limit - len(enabled)])
 
 
 def workers(now: datetime | None = None) -> list[tuple[WorkerProcess, bool]]:
