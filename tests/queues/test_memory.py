@@ -296,3 +296,10 @@ def test_a_naive_time_is_taken_as_django_takes_it(queue):
     with pytest.warns(RuntimeWarning, match="naive datetime"):
         queue.finish_job_run(run, JobOutcome.retry(datetime(2030, 1, 1, 13, 0)))
     assert queue.get_job(run.id).scheduled_at == datetime(2030, 1, 1, 13, 0, tzinfo=UTC)
+
+
+def test_get_all_jobs_lists_every_queue_oldest_first(queue):
+    first = queue.enqueue(Job(queue_name="a"))
+    queue.clock.advance(timedelta(seconds=1))
+    second = queue.enqueue(Job(queue_name="b"))
+    assert [job.id for job in queue.get_all_jobs()] == [first, second]
