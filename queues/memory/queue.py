@@ -340,13 +340,13 @@ class TestQueue:
         """Every job of every queue, oldest first (TestQueue only, as in Hammerwork)."""
         with self._lock:
             jobs = self._store.jobs.values()
-            return copied(sorted(jobs, key=lambda job: (job.created_at, str(job.id))))
+            return copied(sorted(jobs, key=_listing_key))
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
         batch_id = parse_job_id(batch_id)
         with self._lock:
             jobs = self._store.in_batch(batch_id)
-            return copied(sorted(jobs, key=lambda job: (job.created_at, str(job.id))))
+            return copied(sorted(jobs, key=_listing_key))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
         batch_id = parse_job_id(batch_id)
@@ -359,3 +359,7 @@ class TestQueue:
                 failed = [j for j in self._store.in_batch(batch_id) if j.status in FAILURE_STATUSES]
                 errors = {j.id: j.error_message for j in sorted(failed, key=claim_key)[:1000]}
             return batch_result(batch, errors)
+
+
+def _listing_key(job: Job):
+    return (job.created_at, str(job.id))
