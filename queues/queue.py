@@ -281,6 +281,67 @@ class JobQueue:
         recorded = self._atomic(lambda: self._record(job, outcome, now))
         return recorded
 
+    def finish_job_runs(
+        self, finished: Sequence[tuple[Job, JobOutcome]]
+    ) -> list[RecordedOutcome | None]:
+        """Record many runs' outcomes in one transaction: what a batch worker does with the
+        jobs it finished. Plain completions (no result, batch, workflow or schedule) are
+        written with one locking read and one UPDATE per claim; the rest one by one."""
+        for _, outcome in finished:
+            check_outcome(outcome)
+        if not finished:
+            return []
+        now = self.now()
+        return self._atomic(lambda: self._record_many(list(finished), now))
+
+    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
+        results: list[RecordedOutcome | None] = [None] * len(finished)
+        plain: dict[UUID, list[int]] = {}
+        for index, (job, outcome) in enumerate(finished):
+            if job.run_token is None:
+                continue
+            if _is_plain_completion(job, outcome):
+                plain.setdefault(job.run_token, []).append(index)
+            else:
+                results[index] = self._record(job, outcome, now)
+        completed: list[UUID] = []
+        for token, indexes in plain.items():
+            ids = [finished[i][0].id for i in indexes]
+            # Lock this run's rows first: the UPDATE then writes exactly the rows the lock
+            # found still Running this run, and a stale run among them gets None.
+            still = set(
+                self._jobs()
+                .select_for_update()
+                .filter(id__in=ids, status=JobStatus.RUNNING, run_token=token)
+                .values_list("id", flat=True)
+            )
+            if not still:
+                continue
+            self._jobs().filter(id__in=still).update(
+                status=JobStatus.COMPLETED,
+                completed_at=now,
+                result=None,
+                run_token=None,
+                lease_expires_at=None,
+            )
+            for i in indexes:
+                job = finished[i][0]
+                if job.id in still:
+                    job.status, job.completed_at = JobStatus.COMPLETED, now
+                    job.run_token = job.lease_expires_at = None
+                    results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+                    completed.append(job.id)
+        if completed:
+            parents = set(
+                JobDependency.objects.using(self.using)
+                .filter(parent_id__in=completed)
+                .values_list("parent_id", flat=True)
+            )
+            for i, (job, _) in enumerate(finished):
+                if job.id in parents and results[i] is not None:
+                    results[i].unblocked = self._graph.release_dependents(job.id)
+        return results
+
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         plan = plan_outcome(job, outcome, now, self.rng)
         if not self._run(job).update(**plan.fields):
@@ -430,7 +491,10 @@ class JobQueue:
         return counts
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
-        return list(self._jobs().filter(batch_id=_job_id(batch_id)).order_by("created_at", "id"))
+        jobs = self._jobs().filter(batch_id=_job_id(batch_id))
+        # Sorted here, not in SQL: MariaDB orders its native UUIDs by their last group first,
+        # and every queue must list a batch in the same order.
+        return sorted(jobs, key=lambda job: (job.created_at, str(job.id)))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
         batch = Batch.objects.using(self.using).filter(id=_job_id(batch_id)).first()
@@ -444,3 +508,13 @@ class JobQueue:
                 .values_list("id", "error_message")[:1000]
             )
         return batch_result(batch, errors)
+
+
+def _is_plain_completion(job: Job, outcome: JobOutcome) -> bool:
+    return (
+        outcome.kind == "completed"
+        and outcome.result is None
+        and not job.batch_id
+        and not job.workflow_id
+        and not job.cron_schedule
+    )

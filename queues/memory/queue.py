@@ -48,8 +48,12 @@ from ..rules import (
 from ..validation import validate_queue_name
 from .store import Store, copied, write
 
-_RUN_CLEARED = {"started_at": None, "last_heartbeat_at": None, "lease_expires_at": None,
-                "run_token": None}
+_RUN_CLEARED = {
+    "started_at": None,
+    "last_heartbeat_at": None,
+    "lease_expires_at": None,
+    "run_token": None,
+}
 
 
 class TestQueue:
@@ -136,9 +140,17 @@ class TestQueue:
                         break
             claimed = []
             for job in picked:
-                write(job, {"status": JobStatus.RUNNING, "attempts": job.attempts + 1,
-                            "started_at": now, "last_heartbeat_at": now,
-                            "lease_expires_at": expires, "run_token": token})
+                write(
+                    job,
+                    {
+                        "status": JobStatus.RUNNING,
+                        "attempts": job.attempts + 1,
+                        "started_at": now,
+                        "last_heartbeat_at": now,
+                        "lease_expires_at": expires,
+                        "run_token": token,
+                    },
+                )
                 claimed.append(copied(job))
             return claimed
 
@@ -181,8 +193,10 @@ class TestQueue:
             stored = self._store.run(job)
             if stored is None:
                 return False
-            write(stored, {**_RUN_CLEARED, "status": JobStatus.PENDING,
-                           "attempts": stored.attempts - 1})
+            write(
+                stored,
+                {**_RUN_CLEARED, "status": JobStatus.PENDING, "attempts": stored.attempts - 1},
+            )
             return True
 
     def start_claimed_run(self, job: Job) -> str:
@@ -214,6 +228,19 @@ class TestQueue:
         now = self.now()
         with self._lock:
             return self._record(job, outcome, now)
+
+    def finish_job_runs(
+        self, finished: Sequence[tuple[Job, JobOutcome]]
+    ) -> list[RecordedOutcome | None]:
+        """Record many runs' outcomes at once (see JobQueue.finish_job_runs)."""
+        for _, outcome in finished:
+            check_outcome(outcome)
+        now = self.now()
+        with self._lock:
+            return [
+                self._record(job, outcome, now) if job.run_token is not None else None
+                for job, outcome in finished
+            ]
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         store = self._store

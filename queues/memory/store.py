@@ -114,9 +114,7 @@ class Store:
             self.parents[job.id] = [UUID(p) for p in job.depends_on]
             for parent in self.parents[job.id]:
                 self.children[parent].append(job.id)
-        self.apply_tallies(
-            [(job.batch_id, job.workflow_id, None, job.status) for job in jobs], now
-        )
+        self.apply_tallies([(job.batch_id, job.workflow_id, None, job.status) for job in jobs], now)
 
     def delete(self, job: Job) -> None:
         """Remove a job and its edges both ways (the database's cascade)."""

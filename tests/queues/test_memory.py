@@ -98,7 +98,10 @@ def test_leases_expire_only_when_the_clock_is_advanced(queue):
     assert queue.get_job(second.id).status == JobStatus.DEAD
     runs = queue.reaper_runs
     assert [(r.ran_by, r.queue_name, r.requeued_count, r.dead_count) for r in runs] == [
-        ("", None, 0, 0), ("", None, 0, 0), ("test", "q", 1, 0), ("", None, 0, 1)
+        ("", None, 0, 0),
+        ("", None, 0, 0),
+        ("test", "q", 1, 0),
+        ("", None, 0, 1),
     ]
     assert runs[2].ran_at == T0 + timedelta(seconds=61)
 

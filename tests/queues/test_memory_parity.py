@@ -33,10 +33,28 @@ from queues.models import Batch, Workflow
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 QUEUES = ("a", "b")
 COLUMNS = (
-    "queue_name", "status", "priority", "attempts", "max_attempts", "created_at", "scheduled_at",
-    "started_at", "completed_at", "failed_at", "timed_out_at", "error_message", "result",
-    "cron_schedule", "next_run_at", "recurring", "batch_id", "workflow_id", "depends_on",
-    "dependency_status", "lease_expires_at", "last_heartbeat_at",
+    "queue_name",
+    "status",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "created_at",
+    "scheduled_at",
+    "started_at",
+    "completed_at",
+    "failed_at",
+    "timed_out_at",
+    "error_message",
+    "result",
+    "cron_schedule",
+    "next_run_at",
+    "recurring",
+    "batch_id",
+    "workflow_id",
+    "depends_on",
+    "dependency_status",
+    "lease_expires_at",
+    "last_heartbeat_at",
 )
 
 
@@ -56,6 +74,7 @@ class Twins:
         self.mem = TestQueue(clock=MockClock(T0), rng=random.Random(seed))
         self.rng = random.Random(seed)
         self.ids: list = []
+        self.serial = 0
         self.runs: list[tuple[Job, Job]] = []  # the same run, as each queue handed it out
         self.batches: list = []
 
@@ -102,7 +121,12 @@ class Twins:
             payload={"n": rng.randint(0, 9)},
             **extra,
         )
-        job.scheduled_at = job.created_at + timedelta(seconds=rng.choice([-30, 0, 0, 20]))
+        # Distinct due times: the order of jobs due at the same instant is the vendor's id
+        # order (MariaDB compares its native UUIDs group by group from the end), not a rule.
+        self.serial += 1
+        job.scheduled_at = job.created_at + timedelta(
+            seconds=rng.choice([-30, 0, 0, 20]), microseconds=self.serial
+        )
         if rng.random() < 0.3:
             job.retry_strategy = RetryStrategy.fixed(timedelta(seconds=rng.randint(1, 30)))
         if rng.random() < 0.1:
@@ -118,8 +142,11 @@ class Twins:
 
     def enqueue_workflow(self) -> None:
         def group(jobs):
-            policy = [FailurePolicy.FAIL_FAST, FailurePolicy.CONTINUE_ON_FAILURE,
-                      FailurePolicy.MANUAL][len(self.ids) % 3]
+            policy = [
+                FailurePolicy.FAIL_FAST,
+                FailurePolicy.CONTINUE_ON_FAILURE,
+                FailurePolicy.MANUAL,
+            ][len(self.ids) % 3]
             g = JobGroup("w", failure_policy=policy)
             g.add_job(jobs[0]).add_parallel_jobs(jobs[1:-1]).then(jobs[-1])
             return g
@@ -164,23 +191,31 @@ class Twins:
         assert db == mem, (name, db, mem)
 
     def finish(self) -> None:
-        outcome = self.rng.choice([
-            JobOutcome.completed({"ok": 1}),
-            JobOutcome.failed("boom"),
-            JobOutcome.retry(T0 + timedelta(seconds=5), "later"),
-            JobOutcome.dead("dead"),
-            JobOutcome.timed_out(),
-            JobOutcome.cancelled("gone"),
-        ])
+        outcome = self.rng.choice(
+            [
+                JobOutcome.completed({"ok": 1}),
+                JobOutcome.failed("boom"),
+                JobOutcome.retry(T0 + timedelta(seconds=5), "later"),
+                JobOutcome.dead("dead"),
+                JobOutcome.timed_out(),
+                JobOutcome.cancelled("gone"),
+            ]
+        )
         self.run_call("finish_job_run", outcome)
 
     def operator(self) -> None:
         if not self.ids:
             return
-        name = self.rng.choice([
-            "retry_job", "cancel_job", "mark_job_dead", "delete_job",
-            "enable_recurring_job", "disable_recurring_job",
-        ])
+        name = self.rng.choice(
+            [
+                "retry_job",
+                "cancel_job",
+                "mark_job_dead",
+                "delete_job",
+                "enable_recurring_job",
+                "disable_recurring_job",
+            ]
+        )
         job_id = self.rng.choice(self.ids)
         if name == "retry_job" and self.rng.random() < 0.5:
             self.both(name, job_id, self.db.now() + timedelta(seconds=self.rng.randint(-5, 60)))
@@ -202,8 +237,22 @@ class Twins:
     def step(self) -> None:
         rng = self.rng
         choice = rng.choices(
-            ["enqueue", "workflow", "batch", "dequeue", "finish", "release", "heartbeat",
-             "start", "advance", "reap", "pause", "operator", "heartbeat_many", "refused"],
+            [
+                "enqueue",
+                "workflow",
+                "batch",
+                "dequeue",
+                "finish",
+                "release",
+                "heartbeat",
+                "start",
+                "advance",
+                "reap",
+                "pause",
+                "operator",
+                "heartbeat_many",
+                "refused",
+            ],
             weights=[4, 2, 2, 6, 6, 1, 1, 2, 3, 1, 1, 3, 1, 1],
         )[0]
         if choice == "enqueue":

@@ -139,3 +139,40 @@ def test_a_result_that_is_not_json_is_refused_and_changes_nothing(queue):
     with pytest.raises(ValueError):
         queue.finish_job_run(run, JobOutcome.completed(object()))
     assert queue.get_job(job_id).status == JobStatus.RUNNING
+
+
+def test_finish_job_runs_records_many_at_once(queue):
+    name = unique_queue("many")
+    parent = Job(queue_name=name, payload={"parent": True})
+    child = Job(queue_name=name, payload={"child": True}).depends_on_job(parent)
+    plain = [Job(queue_name=name, payload={"i": i}, max_attempts=1) for i in range(4)]
+    queue.enqueue_many([parent, child, *plain])
+    runs = {job.id: job for job in queue.dequeue(name, DequeueOptions.batch(10))}
+    assert set(runs) == {parent.id, *(job.id for job in plain)}
+    stale = runs[plain[3].id]
+    assert queue.release_job_run(stale)
+
+    recorded = queue.finish_job_runs(
+        [
+            (runs[parent.id], JobOutcome.completed()),
+            (runs[plain[0].id], JobOutcome.completed()),
+            (runs[plain[1].id], JobOutcome.completed({"kept": 1})),
+            (runs[plain[2].id], JobOutcome.failed("no")),
+            (stale, JobOutcome.completed()),
+        ]
+    )
+    assert [r and r.status for r in recorded] == [
+        "Completed",
+        "Completed",
+        "Completed",
+        "Dead",
+        None,
+    ]
+    assert recorded[0].unblocked == [child.id]
+    assert queue.get_job(plain[1].id).result == {"kept": 1}
+    assert queue.get_job(plain[3].id).status == JobStatus.PENDING, "a stale run wrote"
+    assert {job.id for job in queue.dequeue(name, DequeueOptions.batch(10))} == {
+        child.id,
+        plain[3].id,
+    }
+    assert queue.finish_job_runs([]) == []

@@ -1,0 +1,96 @@
+"""`manage.py benchqueue`: throughput on the current database, with the raw-SQL limit of the
+same claim-and-complete loop measured in the same run. Informative, never a test gate."""
+
+from __future__ import annotations
+
+import json
+import platform
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from queues.api import JobQueue
+from workers.benchmark import runs
+
+WORKERS = [
+    ("single-job worker", 1, 1),
+    ("batch worker (10, sequential)", 10, 1),
+    ("batch worker (50, concurrency 10)", 50, 10),
+]
+
+
+def positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(value)
+    return number
+
+
+class Command(BaseCommand):
+    help = "Measure claim, worker and enqueue throughput against the raw-SQL limit."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--jobs", type=positive, default=2000, help="jobs per measurement")
+        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    def handle(self, *args, jobs: int, json: bool, **options):
+        if jobs < 1:
+            raise CommandError("--jobs must be at least 1")
+        queue = JobQueue()
+        steps = [
+            ("claim", lambda: runs.claim_rate(queue, jobs, 1)),
+            *[(f"claim {n}", lambda n=n: runs.claim_rate(queue, jobs, n)) for n in (10, 50, 100)],
+            *[
+                (f"loop {n}", lambda n=n: runs.claim_complete_rate(queue, jobs, n))
+                for n in (1, 100)
+            ],
+            *[(f"raw {n}", lambda n=n: runs.raw_rate(jobs, n, queue)) for n in (1, 100)],
+            *[
+                (label, lambda a=(label, size, conc): runs.worker_rate(queue, jobs, *a))
+                for label, size, conc in WORKERS
+            ],
+            ("enqueue", lambda: runs.enqueue_rates(queue, jobs)),
+        ]
+        figures: list[runs.Figure] = []
+        for number, (label, step) in enumerate(steps, 1):
+            if not json:
+                self.stderr.write(f"[{number}/{len(steps)}] {label} ...")
+            result = step()
+            figures.extend(result if isinstance(result, list) else [result])
+        self._report(figures, jobs, json)
+
+    def _report(self, figures, jobs, as_json):
+        single = next(f.rate for f in figures if f.group == "claim" and f.label == "single")
+        raw = {f.label.rsplit(" ", 1)[-1]: f.rate for f in figures if f.label.startswith("raw")}
+        raw_100 = raw.get("100") or 0.0
+        rows = []
+        for f in figures:
+            ratio = ""
+            if f.group == "claim":
+                ratio = f"{f.rate / single:.1f}x single"
+            elif f.group in ("claim+complete", "worker") and raw_100:
+                ratio = f"{f.rate / raw_100:.0%} of raw batch 100"
+            rows.append(
+                {
+                    "group": f.group,
+                    "label": f.label,
+                    "jobs": f.jobs,
+                    "seconds": round(f.seconds, 4),
+                    "jobs_per_second": round(f.rate, 1),
+                    "ratio": ratio,
+                }
+            )
+        meta = {
+            "vendor": connection.vendor,
+            "database": connection.display_name,
+            "python": platform.python_version(),
+            "jobs": jobs,
+        }
+        if as_json:
+            self.stdout.write(json.dumps({"meta": meta, "figures": rows}, indent=2))
+            return
+        self.stdout.write(f"{meta['database']} ({meta['vendor']}), {jobs} jobs per figure")
+        self.stdout.write(f"{'group':<16}{'measurement':<36}{'jobs/s':>10}  ratio")
+        for row in rows:
+            rate = row["jobs_per_second"]
+            self.stdout.write(f"{row['group']:<16}{row['label']:<36}{rate:>10.0f}  {row['ratio']}")
