@@ -43,6 +43,7 @@ from .rules import (
     record_effects,
     retry_fields,
     settle_dependencies,
+    split_finished,
     workflow_row,
 )
 from .rules import claim_key as _claim_key
@@ -296,13 +297,10 @@ class JobQueue:
 
     def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
-        plain: dict[UUID, list[int]] = {}
-        for index, (job, outcome) in enumerate(finished):
-            if job.run_token is None:
-                continue
-            if _is_plain_completion(job, outcome):
-                plain.setdefault(job.run_token, []).append(index)
-            else:
+        singles, plain = split_finished(finished)
+        for index in singles:
+            job, outcome = finished[index]
+            if job.run_token is not None:  # else recorded already, under another index
                 results[index] = self._record(job, outcome, now)
         completed: list[UUID] = []
         for token, indexes in plain.items():
@@ -508,13 +506,3 @@ class JobQueue:
                 .values_list("id", "error_message")[:1000]
             )
         return batch_result(batch, errors)
-
-
-def _is_plain_completion(job: Job, outcome: JobOutcome) -> bool:
-    return (
-        outcome.kind == "completed"
-        and outcome.result is None
-        and not job.batch_id
-        and not job.workflow_id
-        and not job.cron_schedule
-    )

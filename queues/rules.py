@@ -224,3 +224,27 @@ def reaper_run_row(
         requeued_ids=[str(i) for i in recovery.requeued],
         dead_ids=[str(i) for i in recovery.dead],
     )
+
+
+def split_finished(
+    finished: Sequence[tuple[Job, JobOutcome]],
+) -> tuple[list[int], dict[UUID, list[int]]]:
+    """How `finish_job_runs` records many outcomes: the indexes recorded one by one, and the
+    plain completions (no result, batch, workflow or schedule) by claim token, written
+    together. A run without a token is in neither (its answer is None)."""
+    singles: list[int] = []
+    plain: dict[UUID, list[int]] = {}
+    for index, (job, outcome) in enumerate(finished):
+        if job.run_token is None:
+            continue
+        if (
+            outcome.kind == "completed"
+            and outcome.result is None
+            and not job.batch_id
+            and not job.workflow_id
+            and not job.cron_schedule
+        ):
+            plain.setdefault(job.run_token, []).append(index)
+        else:
+            singles.append(index)
+    return singles, plain

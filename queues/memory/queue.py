@@ -43,6 +43,7 @@ from ..rules import (
     reaper_run_row,
     record_effects,
     retry_fields,
+    split_finished,
     workflow_row,
 )
 from ..validation import validate_queue_name
@@ -232,15 +233,48 @@ class TestQueue:
     def finish_job_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]]
     ) -> list[RecordedOutcome | None]:
-        """Record many runs' outcomes at once (see JobQueue.finish_job_runs)."""
+        """Record many runs' outcomes at once, as `JobQueue.finish_job_runs` does: first the
+        outcomes recorded one by one, then the plain completions of each claim, then the
+        dependents those completions release."""
         for _, outcome in finished:
             check_outcome(outcome)
+        if not finished:
+            return []
         now = self.now()
+        store = self._store
         with self._lock:
-            return [
-                self._record(job, outcome, now) if job.run_token is not None else None
-                for job, outcome in finished
-            ]
+            results: list[RecordedOutcome | None] = [None] * len(finished)
+            singles, plain = split_finished(finished)
+            for index in singles:
+                job, outcome = finished[index]
+                if job.run_token is not None:  # else recorded already, under another index
+                    results[index] = self._record(job, outcome, now)
+            completed: list[UUID] = []
+            for indexes in plain.values():
+                still = {job.id for job, _ in map(finished.__getitem__, indexes) if store.run(job)}
+                for job_id in still:
+                    write(
+                        store.jobs[job_id],
+                        {
+                            "status": JobStatus.COMPLETED,
+                            "completed_at": now,
+                            "result": None,
+                            "run_token": None,
+                            "lease_expires_at": None,
+                        },
+                    )
+                for index in indexes:
+                    job = finished[index][0]
+                    if job.id in still:
+                        job.status, job.completed_at = JobStatus.COMPLETED, now
+                        job.run_token = job.lease_expires_at = None
+                        results[index] = RecordedOutcome(status=JobStatus.COMPLETED)
+                        completed.append(job.id)
+            parents = {job_id for job_id in completed if store.children.get(job_id)}
+            for index, (job, _) in enumerate(finished):
+                if job.id in parents and results[index] is not None:
+                    results[index].unblocked = store.release_dependents(job.id)
+            return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         store = self._store

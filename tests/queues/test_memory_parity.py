@@ -190,8 +190,8 @@ class Twins:
         db, mem = self.both(name, db_run, *extra, mem_args=(mem_run, *extra))
         assert db == mem, (name, db, mem)
 
-    def finish(self) -> None:
-        outcome = self.rng.choice(
+    def outcome(self) -> JobOutcome:
+        return self.rng.choice(
             [
                 JobOutcome.completed({"ok": 1}),
                 JobOutcome.failed("boom"),
@@ -201,7 +201,27 @@ class Twins:
                 JobOutcome.cancelled("gone"),
             ]
         )
-        self.run_call("finish_job_run", outcome)
+
+    def finish(self) -> None:
+        self.run_call("finish_job_run", self.outcome())
+
+    def finish_many(self) -> None:
+        """Several outcomes at once, plain completions among them (a run maybe twice)."""
+        if not self.runs:
+            return
+        picked = self.rng.choices(self.runs, k=self.rng.randint(1, 5))
+        outcomes = [
+            self.rng.choice([JobOutcome.completed(), JobOutcome.completed(), self.outcome()])
+            for _ in picked
+        ]
+        db, mem = self.both(
+            "finish_job_runs",
+            [(db, outcome) for (db, _), outcome in zip(picked, outcomes, strict=True)],
+            mem_args=(
+                [(mem, outcome) for (_, mem), outcome in zip(picked, outcomes, strict=True)],
+            ),
+        )
+        assert db == mem
 
     def operator(self) -> None:
         if not self.ids:
@@ -236,25 +256,12 @@ class Twins:
 
     def step(self) -> None:
         rng = self.rng
-        choice = rng.choices(
-            [
-                "enqueue",
-                "workflow",
-                "batch",
-                "dequeue",
-                "finish",
-                "release",
-                "heartbeat",
-                "start",
-                "advance",
-                "reap",
-                "pause",
-                "operator",
-                "heartbeat_many",
-                "refused",
-            ],
-            weights=[4, 2, 2, 6, 6, 1, 1, 2, 3, 1, 1, 3, 1, 1],
-        )[0]
+        weights = {
+            "enqueue": 4, "workflow": 2, "batch": 2, "dequeue": 6, "finish": 5,
+            "finish_many": 2, "release": 1, "heartbeat": 1, "heartbeat_many": 1, "start": 2,
+            "advance": 3, "reap": 1, "pause": 1, "operator": 3, "refused": 1,
+        }  # fmt: skip
+        choice = rng.choices(list(weights), weights=list(weights.values()))[0]
         if choice == "enqueue":
             self.enqueue()
         elif choice == "workflow":
@@ -278,6 +285,8 @@ class Twins:
                 mem_args=([mem for _, mem in runs], timedelta(seconds=40)),
             )
             assert db == mem
+        elif choice == "finish_many":
+            self.finish_many()
         elif choice == "refused":
             jobs = [self.new_job(), Job(queue_name="a", max_attempts=0)]
             self.both("enqueue_many", jobs, mem_args=(copy.deepcopy(jobs),))
