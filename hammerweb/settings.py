@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     # Listed first so that its `runworker` wins over any other app's (see workers.apps).
     "workers",
     "queues",
+    "demo",
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
@@ -98,7 +99,20 @@ elif _db["ENGINE"].endswith("mysql"):
 else:
     _db["TEST"] = {"NAME": f"test_{_db['NAME']}{_suffix}"}
 
+if os.environ.get("HAMMERWEB_USE_TEST_DB") == "1":
+    # A worker started by the tests (in a subprocess) works on the test database.
+    _db["NAME"] = _db["TEST"]["NAME"]
+
 DATABASES = {"default": _db}
+
+# django.tasks: `@task` functions become jobs that `manage.py runworker` runs.
+TASKS = {
+    "default": {
+        "BACKEND": "queues.tasks_backend.HammerwebBackend",
+        "QUEUES": [],  # any queue name
+        "OPTIONS": {"DATABASE": "default", "MAX_ATTEMPTS": 1},
+    }
+}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -7,3 +7,10 @@ class QueuesConfig(AppConfig):
     name = "queues"
     verbose_name = "Job queues"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from .counts import clear_after_flush
+
+        post_migrate.connect(clear_after_flush, sender=self)

@@ -266,6 +266,27 @@ class JobDependency(models.Model):
         return f"{self.job_id} waits for {self.parent_id}"
 
 
+class JobCount(models.Model):
+    """How many jobs a queue has in a status, kept exact by database triggers (see
+    `install_job_counts` in queues/sql). A (queue, status) is split over shards so that
+    concurrent writers do not wait for one row; its count is the sum of its shards."""
+
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
+    status = models.CharField(max_length=16)
+    shard = models.SmallIntegerField(default=0)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue_name", "status", "shard"], name="job_count_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue_name} {self.status}: {self.n}"
+
+
 class QueuePause(models.Model):
     queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, primary_key=True)
     paused_at = models.DateTimeField(default=timezone.now)

@@ -7,15 +7,17 @@ the run's id, status and token, so a stale run changes nothing.
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db.models import Count, F
+from django.db.models import F
 
 from .clock import SYSTEM_CLOCK, SystemClock
+from .counts import counts_by_queue
 from .engine import dialect_for
 from .engine.graph import Change, Graph
 from .enums import FAILURE_STATUSES, JobStatus, PartialFailureMode
@@ -154,13 +156,17 @@ class JobQueue:
         self._graph.apply_tallies(changes, now)
 
     # Claim ------------------------------------------------------------------------------
-    def dequeue(self, queue_name: str, options: DequeueOptions | None = None) -> list[Job]:
+    def dequeue(
+        self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
+    ) -> list[Job]:
+        """`run_token` (default: a new one) lets a caller whose connection dropped during
+        the claim find the jobs if the claim was committed after all."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         if options.batch_size == 0:
             return []
         now = self.now()
-        token = uuid.uuid4()
+        token = run_token or uuid.uuid4()
         expires = now + options.lease_duration
         weights = options.priority_weights
         dialect = self.dialect
@@ -279,8 +285,7 @@ class JobQueue:
         if job.run_token is None:
             return None
         now = self.now()
-        recorded = self._atomic(lambda: self._record(job, outcome, now))
-        return recorded
+        return self._on_copies([job], lambda jobs: self._record(jobs[0], outcome, now))
 
     def finish_job_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]]
@@ -293,7 +298,25 @@ class JobQueue:
         if not finished:
             return []
         now = self.now()
-        return self._atomic(lambda: self._record_many(list(finished), now))
+        outcomes = [outcome for _, outcome in finished]
+        return self._on_copies(
+            [job for job, _ in finished],
+            lambda jobs: self._record_many(list(zip(jobs, outcomes, strict=True)), now),
+        )
+
+    def _on_copies(self, jobs: list[Job], write):
+        """Run `write(copies of jobs)` in a transaction; the jobs take the new values only
+        once it committed. A transaction that fails (a dropped connection, a deadlock
+        retried) must leave them as they were, or a retry would take the run for stale."""
+
+        def work():
+            copies = [copy.copy(job) for job in jobs]
+            return copies, write(copies)
+
+        copies, result = self._atomic(work)
+        for job, written in zip(jobs, copies, strict=True):
+            job.__dict__.update(written.__dict__)
+        return result
 
     def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
@@ -476,17 +499,10 @@ class JobQueue:
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
-        counts = dict.fromkeys(JobStatus.values, 0)
-        rows = (
-            self._jobs()
-            .filter(queue_name=queue_name)
-            .order_by()
-            .values_list("status")
-            .annotate(n=Count("id"))
-        )
-        for status, n in rows:
-            counts[status] = n
-        return counts
+        """Exact counts, read from the trigger-kept `JobCount` rows (a few rows, never a
+        scan of the jobs table)."""
+        counts = counts_by_queue(self.using, queue_name)
+        return counts.get(queue_name) or dict.fromkeys(JobStatus.values, 0)
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
         jobs = self._jobs().filter(batch_id=_job_id(batch_id))

@@ -14,13 +14,19 @@ from pathlib import Path
 
 VENDORS = ("postgresql", "mysql", "sqlite")
 _HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+#: Separates the statements of a block that holds several (DDL such as the count triggers).
+STATEMENT_BREAK = "-- statement"
 
 
 def parse(text: str) -> dict[str, str]:
     queries: dict[str, str] = {}
     parts = _HEADER.split(text)
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
+        lines = [
+            line
+            for line in body.splitlines()
+            if not line.lstrip().startswith("--") or line.strip() == STATEMENT_BREAK
+        ]
         sql = "\n".join(lines).strip().rstrip(";").strip()
         if name in queries:
             raise ValueError(f"query {name!r} is defined twice")
@@ -33,3 +39,9 @@ def queries_for(vendor: str) -> dict[str, str]:
     if vendor not in VENDORS:
         raise ValueError(f"no SQL catalogue for vendor {vendor!r}")
     return parse((Path(__file__).with_name(f"{vendor}.sql")).read_text())
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of a block, split at its `-- statement` lines."""
+    parts = (part.strip().rstrip(";").strip() for part in sql.split(STATEMENT_BREAK))
+    return [part for part in parts if part]

@@ -52,3 +52,43 @@ WHERE status = 'Running' AND lease_expires_at < %(now)s
 ORDER BY lease_expires_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
+
+-- name: install_job_counts
+-- Exact job counts per queue and status, kept by row triggers in the same transaction as
+-- every change of a job's status. Each connection adds to its own shard (its connection id
+-- mod 16), so concurrent transactions do not queue up behind one counter row.
+CREATE TRIGGER queues_job_count_insert AFTER INSERT ON queues_job FOR EACH ROW
+INSERT INTO queues_jobcount (queue_name, status, shard, n)
+VALUES (NEW.queue_name, NEW.status, MOD(CONNECTION_ID(), 16), 1)
+ON DUPLICATE KEY UPDATE n = n + 1
+-- statement
+CREATE TRIGGER queues_job_count_delete AFTER DELETE ON queues_job FOR EACH ROW
+INSERT INTO queues_jobcount (queue_name, status, shard, n)
+VALUES (OLD.queue_name, OLD.status, MOD(CONNECTION_ID(), 16), -1)
+ON DUPLICATE KEY UPDATE n = n - 1
+-- statement
+CREATE TRIGGER queues_job_count_update AFTER UPDATE ON queues_job FOR EACH ROW
+BEGIN
+    IF NOT (OLD.status <=> NEW.status AND OLD.queue_name <=> NEW.queue_name) THEN
+        INSERT INTO queues_jobcount (queue_name, status, shard, n)
+        VALUES (OLD.queue_name, OLD.status, MOD(CONNECTION_ID(), 16), -1)
+        ON DUPLICATE KEY UPDATE n = n - 1;
+        INSERT INTO queues_jobcount (queue_name, status, shard, n)
+        VALUES (NEW.queue_name, NEW.status, MOD(CONNECTION_ID(), 16), 1)
+        ON DUPLICATE KEY UPDATE n = n + 1;
+    END IF;
+END
+
+-- name: drop_job_counts
+DROP TRIGGER IF EXISTS queues_job_count_insert
+-- statement
+DROP TRIGGER IF EXISTS queues_job_count_update
+-- statement
+DROP TRIGGER IF EXISTS queues_job_count_delete
+
+-- name: recount_jobs
+-- Rebuild the counts from the jobs table; writers must be stopped (as during a migration).
+DELETE FROM queues_jobcount
+-- statement
+INSERT INTO queues_jobcount (queue_name, status, shard, n)
+SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status

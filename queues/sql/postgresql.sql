@@ -65,3 +65,62 @@ WHERE status = 'Running' AND lease_expires_at < %(now)s
 ORDER BY lease_expires_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
+
+-- name: install_job_counts
+-- Exact job counts per queue and status, kept by triggers in the same transaction as every
+-- change of a job's status (whoever makes it: the engine, the admin, plain SQL). Statement
+-- triggers with transition tables write one aggregated row per (queue, status) per
+-- statement, not one per job. Each connection adds to its own shard (its backend pid mod 16),
+-- so concurrent transactions never wait for each other's counter rows; readers sum shards.
+-- Counter rows are written in (queue, status) order to keep lock order fixed.
+CREATE OR REPLACE FUNCTION queues_count_jobs() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO queues_jobcount AS c (queue_name, status, shard, n)
+        SELECT queue_name, status, mod(pg_backend_pid(), 16), count(*) FROM new_rows
+        GROUP BY queue_name, status ORDER BY queue_name, status
+        ON CONFLICT (queue_name, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO queues_jobcount AS c (queue_name, status, shard, n)
+        SELECT queue_name, status, mod(pg_backend_pid(), 16), -count(*) FROM old_rows
+        GROUP BY queue_name, status ORDER BY queue_name, status
+        ON CONFLICT (queue_name, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    ELSE
+        INSERT INTO queues_jobcount AS c (queue_name, status, shard, n)
+        SELECT queue_name, status, mod(pg_backend_pid(), 16), sum(d) FROM (
+            SELECT queue_name, status, 1 AS d FROM new_rows
+            UNION ALL
+            SELECT queue_name, status, -1 AS d FROM old_rows
+        ) AS moved
+        GROUP BY queue_name, status HAVING sum(d) <> 0 ORDER BY queue_name, status
+        ON CONFLICT (queue_name, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    END IF;
+    RETURN NULL;
+END
+$body$
+-- statement
+CREATE TRIGGER queues_job_count_insert AFTER INSERT ON queues_job
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION queues_count_jobs()
+-- statement
+CREATE TRIGGER queues_job_count_update AFTER UPDATE ON queues_job
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION queues_count_jobs()
+-- statement
+CREATE TRIGGER queues_job_count_delete AFTER DELETE ON queues_job
+REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION queues_count_jobs()
+
+-- name: drop_job_counts
+DROP TRIGGER IF EXISTS queues_job_count_insert ON queues_job
+-- statement
+DROP TRIGGER IF EXISTS queues_job_count_update ON queues_job
+-- statement
+DROP TRIGGER IF EXISTS queues_job_count_delete ON queues_job
+-- statement
+DROP FUNCTION IF EXISTS queues_count_jobs()
+
+-- name: recount_jobs
+-- Rebuild the counts from the jobs table; writers must be stopped (as during a migration).
+DELETE FROM queues_jobcount
+-- statement
+INSERT INTO queues_jobcount (queue_name, status, shard, n)
+SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status

@@ -60,3 +60,42 @@ WHERE status = 'Running' AND lease_expires_at < %(now)s
   AND (%(queue)s IS NULL OR queue_name = %(queue)s)
 ORDER BY lease_expires_at
 LIMIT %(limit)s
+
+-- name: install_job_counts
+-- Exact job counts per queue and status, kept by row triggers in the same transaction as
+-- every change of a job's status. SQLite has one writer at a time, so one shard is enough.
+CREATE TRIGGER queues_job_count_insert AFTER INSERT ON queues_job BEGIN
+    INSERT INTO queues_jobcount (queue_name, status, shard, n)
+    VALUES (NEW.queue_name, NEW.status, 0, 1)
+    ON CONFLICT (queue_name, status, shard) DO UPDATE SET n = n + 1;
+END
+-- statement
+CREATE TRIGGER queues_job_count_delete AFTER DELETE ON queues_job BEGIN
+    INSERT INTO queues_jobcount (queue_name, status, shard, n)
+    VALUES (OLD.queue_name, OLD.status, 0, -1)
+    ON CONFLICT (queue_name, status, shard) DO UPDATE SET n = n - 1;
+END
+-- statement
+CREATE TRIGGER queues_job_count_update AFTER UPDATE OF status, queue_name ON queues_job
+WHEN OLD.status IS NOT NEW.status OR OLD.queue_name IS NOT NEW.queue_name BEGIN
+    INSERT INTO queues_jobcount (queue_name, status, shard, n)
+    VALUES (OLD.queue_name, OLD.status, 0, -1)
+    ON CONFLICT (queue_name, status, shard) DO UPDATE SET n = n - 1;
+    INSERT INTO queues_jobcount (queue_name, status, shard, n)
+    VALUES (NEW.queue_name, NEW.status, 0, 1)
+    ON CONFLICT (queue_name, status, shard) DO UPDATE SET n = n + 1;
+END
+
+-- name: drop_job_counts
+DROP TRIGGER IF EXISTS queues_job_count_insert
+-- statement
+DROP TRIGGER IF EXISTS queues_job_count_update
+-- statement
+DROP TRIGGER IF EXISTS queues_job_count_delete
+
+-- name: recount_jobs
+-- Rebuild the counts from the jobs table; writers must be stopped (as during a migration).
+DELETE FROM queues_jobcount
+-- statement
+INSERT INTO queues_jobcount (queue_name, status, shard, n)
+SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status

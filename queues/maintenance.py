@@ -1,0 +1,96 @@
+"""Maintenance services: the reaper takes back jobs whose lease expired, the pruner deletes
+old finished jobs (in bounded batches), old reaper runs and the rows of worker processes
+that stopped heartbeating. `runworker` runs both on their intervals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Q
+
+from .enums import JobStatus
+from .models import Job, ReaperRun, WorkerProcess
+from .outcomes import StaleJobRecovery
+
+DEFAULT_REAPER_INTERVAL = timedelta(seconds=60)
+DEFAULT_PRUNE_INTERVAL = timedelta(minutes=10)
+DEFAULT_PRUNE_AFTER = timedelta(days=7)
+#: A worker process row without a heartbeat for this long belongs to a dead process.
+DEFAULT_DEAD_WORKER_AFTER = timedelta(minutes=10)
+DEFAULT_PRUNE_BATCH = 1000
+
+
+def _positive(value: timedelta, name: str) -> timedelta:
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise ValueError(f"{name} must be a positive timedelta, not {value!r}")
+    return value
+
+
+class Reaper:
+    """Runs `requeue_stale_jobs` for every queue; concurrent reapers are safe (the engine
+    locks expired rows with SKIP LOCKED)."""
+
+    def __init__(self, queue, interval: timedelta = DEFAULT_REAPER_INTERVAL, ran_by: str = ""):
+        self.queue = queue
+        self.interval = _positive(interval, "interval")
+        self.ran_by = ran_by
+
+    def run_once(self) -> StaleJobRecovery:
+        return self.queue.requeue_stale_jobs(None, ran_by=self.ran_by)
+
+
+@dataclass
+class PruneResult:
+    jobs: int = 0
+    reaper_runs: int = 0
+    worker_processes: int = 0
+
+
+class Pruner:
+    """Deletes what finished longer than `older_than` ago, `batch_size` rows at a time so
+    that no statement locks or deletes an unbounded number of rows."""
+
+    def __init__(
+        self,
+        queue,
+        older_than: timedelta = DEFAULT_PRUNE_AFTER,
+        interval: timedelta = DEFAULT_PRUNE_INTERVAL,
+        batch_size: int = DEFAULT_PRUNE_BATCH,
+        dead_worker_after: timedelta = DEFAULT_DEAD_WORKER_AFTER,
+    ):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError("batch_size must be a whole number above 0")
+        self.queue = queue
+        self.older_than = _positive(older_than, "older_than")
+        self.interval = _positive(interval, "interval")
+        self.batch_size = batch_size
+        self.dead_worker_after = _positive(dead_worker_after, "dead_worker_after")
+
+    def run_once(self) -> PruneResult:
+        now = self.queue.now()
+        cutoff = now - self.older_than
+        using = self.queue.using
+        finished = Q(status=JobStatus.COMPLETED, completed_at__lt=cutoff) | Q(
+            status__in=[JobStatus.FAILED, JobStatus.DEAD, JobStatus.TIMED_OUT],
+            failed_at__lt=cutoff,
+        )
+        return PruneResult(
+            jobs=self._delete(Job.objects.using(using).filter(finished)),
+            reaper_runs=self._delete(ReaperRun.objects.using(using).filter(ran_at__lt=cutoff)),
+            worker_processes=WorkerProcess.objects.using(using)
+            .filter(last_heartbeat_at__lt=now - self.dead_worker_after)
+            .delete()[0],
+        )
+
+    def _delete(self, rows) -> int:
+        total = 0
+        while True:
+            ids = list(rows.order_by().values_list("pk", flat=True)[: self.batch_size])
+            if not ids:
+                return total
+            # The condition is applied again: a row retried meanwhile is kept.
+            _, per_model = rows.filter(pk__in=ids).delete()
+            total += per_model.get(rows.model._meta.label, 0)
+            if len(ids) < self.batch_size:
+                return total

@@ -1,0 +1,195 @@
+"""The django.tasks backend: functions decorated with Django's `@task` become jobs (run by
+`manage.py runworker`), and their results are read back from the jobs table, from any
+process.
+
+    TASKS = {"default": {"BACKEND": "queues.tasks_backend.HammerwebBackend",
+                         "QUEUES": [], "OPTIONS": {"DATABASE": "default", "MAX_ATTEMPTS": 1}}}
+
+This module only enqueues and reads; the worker runs the tasks (`workers.tasks`). Models
+are imported inside the methods: Django builds the backend when a module with `@task`
+functions is imported, possibly before the app registry is ready.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.tasks import Task
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.base import TaskError, TaskResult, TaskResultStatus
+from django.tasks.exceptions import TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued
+from django.utils.module_loading import import_string
+
+from .enums import JobPriority, JobStatus
+
+#: The payload key that marks a job as a django.tasks task.
+TASK_KEY = "django_task"
+
+_STATUS = {
+    JobStatus.PENDING: TaskResultStatus.READY,
+    JobStatus.RETRYING: TaskResultStatus.READY,
+    JobStatus.RUNNING: TaskResultStatus.RUNNING,
+    JobStatus.COMPLETED: TaskResultStatus.SUCCESSFUL,
+    JobStatus.ARCHIVED: TaskResultStatus.SUCCESSFUL,
+    JobStatus.FAILED: TaskResultStatus.FAILED,
+    JobStatus.DEAD: TaskResultStatus.FAILED,
+    JobStatus.TIMED_OUT: TaskResultStatus.FAILED,
+}
+
+
+class TaskRunError(Exception):
+    """The class given for a failure that was not an exception of the task itself (lease
+    expired, timed out, its fail-fast batch failed)."""
+
+
+def job_priority(priority: int) -> JobPriority:
+    """Django's -100..100 onto the five levels: 0 is Normal, +-21..60 High/Low, beyond that
+    Critical/Background."""
+    if priority < -60:
+        return JobPriority.BACKGROUND
+    if priority < -20:
+        return JobPriority.LOW
+    if priority <= 20:
+        return JobPriority.NORMAL
+    if priority <= 60:
+        return JobPriority.HIGH
+    return JobPriority.CRITICAL
+
+
+def is_task_job(job) -> bool:
+    return isinstance(job.payload, dict) and isinstance(job.payload.get(TASK_KEY), dict)
+
+
+def format_error(exception_class_path: str, message: str, traceback: str) -> str:
+    """A failed task's `error_message`: a one-line summary, a blank line, the traceback."""
+    first = message.splitlines()[0] if message else ""
+    summary = f"{exception_class_path}: {first}" if first else exception_class_path
+    return f"{summary}\n\n{traceback}"
+
+
+def parse_error(text: str) -> TaskError:
+    head, sep, traceback = text.partition("\n\n")
+    path = head.split(":", 1)[0].strip()
+    if sep and path and " " not in path and "." in path:
+        return TaskError(exception_class_path=path, traceback=traceback)
+    return TaskError(exception_class_path=f"{__name__}.TaskRunError", traceback=text)
+
+
+class HammerwebBackend(BaseTaskBackend):
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias, params):
+        super().__init__(alias, params)
+        self.using = self.options.get("DATABASE", "default")
+        self.max_attempts = int(self.options.get("MAX_ATTEMPTS", 1))
+        if self.max_attempts < 1:
+            raise ValueError("MAX_ATTEMPTS must be at least 1")
+
+    def enqueue(self, task: Task, args, kwargs) -> TaskResult:
+        from .models import Job
+        from .queue import JobQueue
+
+        self.validate_task(task)
+        result = TaskResult(
+            task=task,
+            id=str(uuid.uuid4()),
+            status=TaskResultStatus.READY,
+            enqueued_at=None,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        payload = {
+            TASK_KEY: {
+                "path": task.module_path,
+                "backend": self.alias,
+                "priority": task.priority,
+                "takes_context": task.takes_context,
+                "run_after": task.run_after.isoformat() if task.run_after else None,
+            },
+            "args": result.args,
+            "kwargs": result.kwargs,
+        }
+        job = Job(
+            id=uuid.UUID(result.id),
+            queue_name=task.queue_name,
+            payload=payload,
+            priority=job_priority(task.priority),
+            max_attempts=self.max_attempts,
+        )
+        if task.run_after is not None:
+            job.scheduled_at = task.run_after
+        JobQueue(using=self.using).enqueue(job)
+        object.__setattr__(result, "enqueued_at", job.created_at)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id) -> TaskResult:
+        from .models import Job
+
+        try:
+            job_id = uuid.UUID(str(result_id))
+        except ValueError:
+            raise TaskResultDoesNotExist(result_id) from None
+        job = Job.objects.using(self.using).filter(id=job_id).first()
+        if job is None or not is_task_job(job):
+            raise TaskResultDoesNotExist(result_id)
+        return result_from_job(job)
+
+
+def task_of(job) -> Task:
+    """The `Task` a job runs, with the options it was enqueued with."""
+    spec = job.payload[TASK_KEY]
+    task = import_string(spec["path"])
+    if not isinstance(task, Task):
+        raise TypeError(f"{spec['path']} is not a task")
+    run_after = datetime.fromisoformat(spec["run_after"]) if spec.get("run_after") else None
+    changes = {
+        "priority": spec.get("priority", task.priority),
+        "queue_name": job.queue_name,
+        "backend": spec.get("backend", task.backend),
+        "run_after": run_after,
+    }
+    if any(getattr(task, name) != value for name, value in changes.items()):
+        task = task.using(**{k: v for k, v in changes.items() if v is not None})
+    return task
+
+
+def result_from_job(job) -> TaskResult:
+    """The `TaskResult` of a task's job, as it stands in the row."""
+    status = _STATUS[JobStatus(job.status)]
+    if job.status == JobStatus.ARCHIVED and job.completed_at is None:
+        status = TaskResultStatus.FAILED
+    finished_at = None
+    if status == TaskResultStatus.SUCCESSFUL:
+        finished_at = job.completed_at
+    elif status == TaskResultStatus.FAILED:
+        finished_at = job.failed_at or job.timed_out_at
+    result = TaskResult(
+        task=task_of(job),
+        id=str(job.id),
+        status=status,
+        enqueued_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=finished_at,
+        last_attempted_at=job.started_at,
+        args=job.payload.get("args", []),
+        kwargs=job.payload.get("kwargs", {}),
+        backend=job.payload[TASK_KEY].get("backend", "default"),
+        errors=[parse_error(job.error_message)] if job.error_message else [],
+        # Hammerweb counts attempts but does not record who made each one.
+        worker_ids=[f"attempt-{n}" for n in range(1, job.attempts + 1)],
+    )
+    if status == TaskResultStatus.SUCCESSFUL:
+        object.__setattr__(result, "_return_value", job.result)
+    return result

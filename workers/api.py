@@ -1,0 +1,24 @@
+"""The public Python API of the worker runtime (see spec/API.md). Import from here only."""
+
+from __future__ import annotations
+
+from .executor import JobError
+from .rate_limit import RateLimit, RateLimiter
+from .registry import NoHandler, autodiscover, dispatch, handler_for, job_handler
+from .throttle import Throttle, ThrottleConfig
+from .worker import Worker, WorkerStats
+
+__all__ = [
+    "JobError",
+    "NoHandler",
+    "RateLimit",
+    "RateLimiter",
+    "ThrottleConfig",
+    "Throttle",
+    "Worker",
+    "WorkerStats",
+    "autodiscover",
+    "dispatch",
+    "handler_for",
+    "job_handler",
+]

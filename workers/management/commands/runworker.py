@@ -1,0 +1,206 @@
+"""`manage.py runworker QUEUE [QUEUE ...]`: run the handlers of these queues (and the
+django.tasks tasks enqueued on them) until stopped, or until they are empty (`--burst`).
+
+The first SIGTERM/SIGINT drains (unstarted jobs are released, running ones get the grace
+period); the second forces the exit. This command wins over channels' `runworker` because
+`workers` is listed first in INSTALLED_APPS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import signal
+import sys
+import threading
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand, CommandError
+
+from queues.api import JobQueue, QueueError
+from queues.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
+from queues.validation import validate_queue_name
+
+from ...process import ProcessSettings, WorkerProcessRuntime
+from ...registry import autodiscover, handler_for
+from ...supervisor import Supervisor
+
+logger = logging.getLogger("workers")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def seconds(text: str, allow_zero: bool = False) -> timedelta:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value < 0 or (value == 0 and not allow_zero) or value != value:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return timedelta(seconds=value)
+
+
+def seconds_or_zero(text: str) -> timedelta:
+    return seconds(text, allow_zero=True)
+
+
+def days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError("must be 0 (never) or a positive number of days")
+    return value
+
+
+def queue_name(text: str) -> str:
+    try:
+        return validate_queue_name(text)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class Command(BaseCommand):
+    help = "Run workers for the given queues (Hammerweb)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("queues", nargs="+", type=queue_name, metavar="QUEUE")
+        parser.add_argument("--batch-size", type=positive_int, default=10,
+                            help="jobs claimed at once per queue (default 10)")
+        parser.add_argument("--concurrency", type=positive_int, default=1,
+                            help="jobs run at once per queue (default 1)")
+        parser.add_argument("--lease", type=seconds, default=timedelta(minutes=5),
+                            help="lease of each claimed job, in seconds (default 300)")
+        parser.add_argument("--poll-interval", type=seconds, default=timedelta(seconds=1),
+                            help="seconds between polls of an empty queue (default 1)")
+        parser.add_argument("--grace-period", type=seconds_or_zero,
+                            default=timedelta(seconds=30),
+                            help="seconds running jobs get to finish on stop (default 30)")
+        parser.add_argument("--processes", type=positive_int, default=1,
+                            help="worker processes (default 1: this one); above 1, "
+                                 "supervised child processes, restarted when they die")
+        parser.add_argument("--burst", action="store_true",
+                            help="exit (0) once the queues have nothing left to claim")
+        parser.add_argument("--reaper-interval", type=seconds_or_zero,
+                            default=timedelta(seconds=60),
+                            help="seconds between reaper passes (default 60; 0: no reaper)")
+        parser.add_argument("--prune-after", type=days, default=7.0, metavar="DAYS",
+                            help="delete finished jobs older than this many days "
+                                 "(default 7; 0: never)")
+        parser.add_argument("--include", action="append", default=[], metavar="MODULE",
+                            help="import this module too (for its handlers or tasks)")
+        parser.add_argument("--database", default="default", help="database alias")
+
+    def handle(self, *args, **options):
+        self._configure_logging(options["verbosity"])
+        stop, force = threading.Event(), threading.Event()
+        previous = self._install_signals(stop, force)
+        try:
+            self._run(options, stop, force)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
+        if options["processes"] > 1:
+            supervisor = Supervisor(
+                self._child_args(options), options["processes"], options["burst"]
+            )
+            sys.exit(supervisor.run(stop, force))
+        for module in options["include"]:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise CommandError(f"cannot import {module}: {exc}") from exc
+        autodiscover()
+        for name in options["queues"]:
+            if handler_for(name) is None:
+                logger.warning("no handler is registered for queue %s: only django.tasks "
+                               "tasks will succeed there", name)
+        runtime = WorkerProcessRuntime(self._settings(options))
+        summary = runtime.run(stop, force)
+        if options["verbosity"] >= 1:
+            self.stdout.write(f"runworker: {summary}")
+        if summary.forced or summary.crashed:
+            sys.exit(1)
+
+    def _settings(self, options) -> ProcessSettings:
+        queue = JobQueue(using=options["database"])
+        reaper = pruner = None
+        if options["reaper_interval"]:
+            reaper = Reaper(queue, options["reaper_interval"], ran_by=f"runworker:{_me()}")
+        if options["prune_after"] > 0:
+            pruner = Pruner(queue, timedelta(days=options["prune_after"]),
+                            interval=DEFAULT_PRUNE_INTERVAL)
+        return ProcessSettings(
+            queues=options["queues"],
+            batch_size=options["batch_size"],
+            concurrency=options["concurrency"],
+            lease=options["lease"],
+            poll_interval=options["poll_interval"],
+            burst=options["burst"],
+            grace_period=options["grace_period"],
+            reaper=reaper,
+            pruner=pruner,
+            using=options["database"],
+        )
+
+    def _child_args(self, options) -> list[str]:
+        """This command's settings for a child process: the same, in one process."""
+        args = [
+            *options["queues"],
+            *("--batch-size", str(options["batch_size"])),
+            *("--concurrency", str(options["concurrency"])),
+            *("--lease", str(options["lease"].total_seconds())),
+            *("--poll-interval", str(options["poll_interval"].total_seconds())),
+            *("--grace-period", str(options["grace_period"].total_seconds())),
+            *("--reaper-interval", str(options["reaper_interval"].total_seconds())),
+            *("--prune-after", str(options["prune_after"])),
+            *("--database", options["database"]),
+            *("--verbosity", str(options["verbosity"])),
+            *("--processes", "1"),
+        ]
+        for module in options["include"]:
+            args += ["--include", module]
+        if options["burst"]:
+            args.append("--burst")
+        return args
+
+    def _install_signals(self, stop: threading.Event, force: threading.Event) -> dict:
+        """First signal: drain; second: force. Returns the handlers it replaced."""
+        def on_signal(signum, frame):
+            if stop.is_set():
+                logger.warning("second %s: forcing exit", signal.Signals(signum).name)
+                force.set()
+            else:
+                logger.warning("%s: draining (again to force)", signal.Signals(signum).name)
+                stop.set()
+
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                previous[signum] = signal.signal(signum, on_signal)
+        return previous
+
+    def _configure_logging(self, verbosity: int) -> None:
+        level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
+        logging.getLogger("workers").setLevel(level)
+        if verbosity >= 3:
+            logging.getLogger("queues").setLevel(logging.DEBUG)
+
+
+def _me() -> str:
+    import os
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"

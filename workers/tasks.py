@@ -1,0 +1,72 @@
+"""Running django.tasks jobs in the worker, with Django's `task_started` and
+`task_finished` signals. An async task is returned as a coroutine, so that it runs on the
+worker's event loop (and its timeout can cancel it)."""
+
+from __future__ import annotations
+
+import inspect
+from traceback import format_exception
+
+from django.tasks.base import TaskContext, TaskError, TaskResult, TaskResultStatus
+from django.tasks.signals import task_finished, task_started
+from django.utils import timezone
+from django.utils.json import normalize_json
+
+from queues.api import Job
+from queues.tasks_backend import TASK_KEY, format_error, is_task_job, result_from_job
+
+from .executor import JobError
+
+__all__ = ["is_task_job", "run_task_job"]
+
+
+def run_task_job(job: Job):
+    result = result_from_job(job)
+    task = result.task
+    sender = type(task.get_backend())
+    call_args = list(result.args)
+    if job.payload[TASK_KEY].get("takes_context"):
+        call_args.insert(0, TaskContext(task_result=result))
+    task_started.send(sender=sender, task_result=result)
+
+    if inspect.iscoroutinefunction(task.func):
+
+        async def run_async():
+            try:
+                value = await task.func(*call_args, **result.kwargs)
+            except (KeyboardInterrupt, GeneratorExit):
+                raise
+            except BaseException as exc:
+                _failed(sender, result, exc)
+            return _succeeded(sender, result, value)
+
+        return run_async()
+    try:
+        value = task.func(*call_args, **result.kwargs)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        _failed(sender, result, exc)
+    return _succeeded(sender, result, value)
+
+
+def _succeeded(sender, result: TaskResult, value):
+    value = normalize_json(value)
+    object.__setattr__(result, "_return_value", value)
+    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+    object.__setattr__(result, "finished_at", timezone.now())
+    task_finished.send(sender=sender, task_result=result)
+    return value
+
+
+def _failed(sender, result: TaskResult, exc: BaseException):
+    """Send `task_finished` (inside the except block, as Django's own backends do, so its
+    log receiver sees the exception) and fail the run with the class path and traceback."""
+    kind = type(exc)
+    path = f"{kind.__module__}.{kind.__qualname__}"
+    traceback = "".join(format_exception(exc))
+    result.errors.append(TaskError(exception_class_path=path, traceback=traceback))
+    object.__setattr__(result, "status", TaskResultStatus.FAILED)
+    object.__setattr__(result, "finished_at", timezone.now())
+    task_finished.send(sender=sender, task_result=result)
+    raise JobError(format_error(path, str(exc), traceback)) from exc
