@@ -7,7 +7,6 @@ the run's id, status and token, so a stale run changes nothing.
 
 from __future__ import annotations
 
-import copy
 import random
 import uuid
 from collections.abc import Iterable, Sequence
@@ -39,6 +38,7 @@ from .rules import (
     check_retry_time,
     fail_for_good_fields,
     note_recovery,
+    on_copies,
     prepare_jobs,
     reaper_outcome,
     reaper_run_row,
@@ -305,18 +305,7 @@ class JobQueue:
         )
 
     def _on_copies(self, jobs: list[Job], write):
-        """Run `write(copies of jobs)` in a transaction; the jobs take the new values only
-        once it committed. A transaction that fails (a dropped connection, a deadlock
-        retried) must leave them as they were, or a retry would take the run for stale."""
-
-        def work():
-            copies = [copy.copy(job) for job in jobs]
-            return copies, write(copies)
-
-        copies, result = self._atomic(work)
-        for job, written in zip(jobs, copies, strict=True):
-            job.__dict__.update(written.__dict__)
-        return result
+        return on_copies(jobs, write, self._atomic)
 
     def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)

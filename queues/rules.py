@@ -5,6 +5,7 @@ outcome."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -248,3 +249,19 @@ def split_finished(
         else:
             singles.append(index)
     return singles, plain
+
+
+def on_copies[T](jobs: list[Job], write: Callable[[list[Job]], T], atomic) -> T:
+    """Run `write(copies of jobs)` through `atomic` (a transaction, or TestQueue's lock); the
+    jobs take the new values only once it is done. A transaction that fails (a dropped
+    connection, a deadlock retried) must leave them as they were, or a retry would take the
+    run for stale."""
+
+    def work():
+        copies = [copy.copy(job) for job in jobs]
+        return copies, write(copies)
+
+    copies, result = atomic(work)
+    for job, written in zip(jobs, copies, strict=True):
+        job.__dict__.update(written.__dict__)
+    return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -36,6 +36,7 @@ from ..rules import (
     claim_key,
     fail_for_good_fields,
     note_recovery,
+    on_copies,
     parse_job_id,
     positive_lease,
     prepare_jobs,
@@ -54,6 +55,14 @@ _RUN_CLEARED = {
     "last_heartbeat_at": None,
     "lease_expires_at": None,
     "run_token": None,
+}
+
+
+_PLAIN_COMPLETION = {
+    "status": JobStatus.COMPLETED,
+    "result": None,
+    "run_token": None,
+    "lease_expires_at": None,
 }
 
 
@@ -114,14 +123,18 @@ class TestQueue:
         prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
 
     # Claim ------------------------------------------------------------------------------
-    def dequeue(self, queue_name: str, options: DequeueOptions | None = None) -> list[Job]:
+    def dequeue(
+        self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
+    ) -> list[Job]:
+        """Claim up to `options.batch_size` jobs, as one run with `run_token` (default: a
+        new one)."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         size = options.batch_size
         if size == 0:
             return []
         now = self.now()
-        token = uuid.uuid4()
+        token = run_token or uuid.uuid4()
         expires = now + options.lease_duration
         weights = options.priority_weights
         with self._lock:
@@ -227,8 +240,7 @@ class TestQueue:
         if job.run_token is None:
             return None
         now = self.now()
-        with self._lock:
-            return self._record(job, outcome, now)
+        return on_copies([job], lambda jobs: self._record(jobs[0], outcome, now), self._atomic)
 
     def finish_job_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]]
@@ -241,40 +253,42 @@ class TestQueue:
         if not finished:
             return []
         now = self.now()
-        store = self._store
+        outcomes = [outcome for _, outcome in finished]
+        return on_copies(
+            [job for job, _ in finished],
+            lambda jobs: self._record_many(list(zip(jobs, outcomes, strict=True)), now),
+            self._atomic,
+        )
+
+    def _atomic[T](self, work: Callable[[], T]) -> T:
         with self._lock:
-            results: list[RecordedOutcome | None] = [None] * len(finished)
-            singles, plain = split_finished(finished)
-            for index in singles:
-                job, outcome = finished[index]
-                if job.run_token is not None:  # else recorded already, under another index
-                    results[index] = self._record(job, outcome, now)
-            completed: list[UUID] = []
-            for indexes in plain.values():
-                still = {job.id for job, _ in map(finished.__getitem__, indexes) if store.run(job)}
-                for job_id in still:
-                    write(
-                        store.jobs[job_id],
-                        {
-                            "status": JobStatus.COMPLETED,
-                            "completed_at": now,
-                            "result": None,
-                            "run_token": None,
-                            "lease_expires_at": None,
-                        },
-                    )
-                for index in indexes:
-                    job = finished[index][0]
-                    if job.id in still:
-                        job.status, job.completed_at = JobStatus.COMPLETED, now
-                        job.run_token = job.lease_expires_at = None
-                        results[index] = RecordedOutcome(status=JobStatus.COMPLETED)
-                        completed.append(job.id)
-            parents = {job_id for job_id in completed if store.children.get(job_id)}
-            for index, (job, _) in enumerate(finished):
-                if job.id in parents and results[index] is not None:
-                    results[index].unblocked = store.release_dependents(job.id)
-            return results
+            return work()
+
+    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
+        store = self._store
+        results: list[RecordedOutcome | None] = [None] * len(finished)
+        singles, plain = split_finished(finished)
+        for index in singles:
+            job, outcome = finished[index]
+            if job.run_token is not None:  # else recorded already, under another index
+                results[index] = self._record(job, outcome, now)
+        completed: list[UUID] = []
+        for indexes in plain.values():
+            still = {job.id for job, _ in map(finished.__getitem__, indexes) if store.run(job)}
+            for job_id in still:
+                write(store.jobs[job_id], _PLAIN_COMPLETION | {"completed_at": now})
+            for index in indexes:
+                job = finished[index][0]
+                if job.id in still:
+                    job.status, job.completed_at = JobStatus.COMPLETED, now
+                    job.run_token = job.lease_expires_at = None
+                    results[index] = RecordedOutcome(status=JobStatus.COMPLETED)
+                    completed.append(job.id)
+        parents = {job_id for job_id in completed if store.children.get(job_id)}
+        for index, (job, _) in enumerate(finished):
+            if job.id in parents and results[index] is not None:
+                results[index].unblocked = store.release_dependents(job.id)
+        return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         store = self._store
