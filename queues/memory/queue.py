@@ -28,7 +28,6 @@ from ..outcomes import (
 )
 from ..queue import CANCELLED, LOST, RELEASED, STARTED
 from ..rules import (
-    age_key,
     batch_result,
     batch_row,
     check_outcome,
@@ -55,14 +54,6 @@ _RUN_CLEARED = {
     "last_heartbeat_at": None,
     "lease_expires_at": None,
     "run_token": None,
-}
-
-
-_PLAIN_COMPLETION = {
-    "status": JobStatus.COMPLETED,
-    "result": None,
-    "run_token": None,
-    "lease_expires_at": None,
 }
 
 
@@ -130,43 +121,15 @@ class TestQueue:
         new one)."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
-        size = options.batch_size
-        if size == 0:
+        if options.batch_size == 0:
             return []
         now = self.now()
         token = run_token or uuid.uuid4()
         expires = now + options.lease_duration
         weights = options.priority_weights
         with self._lock:
-            ready = self._store.claimable(queue_name, now)
-            paused = queue_name in self._store.pauses
-            if weights is None or weights.strict_priority:
-                picked = [] if paused else sorted(ready, key=claim_key)[:size]
-            else:
-                # The levels are ordered (drawing from the rng) even when the queue is
-                # paused, as the database queue does.
-                order = weights.level_order({job.priority for job in ready}, self.rng)
-                picked = []
-                for level in [] if paused else order:
-                    at_level = sorted((j for j in ready if j.priority == level), key=age_key)
-                    picked += at_level[: size - len(picked)]
-                    if len(picked) >= size:
-                        break
-            claimed = []
-            for job in picked:
-                write(
-                    job,
-                    {
-                        "status": JobStatus.RUNNING,
-                        "attempts": job.attempts + 1,
-                        "started_at": now,
-                        "last_heartbeat_at": now,
-                        "lease_expires_at": expires,
-                        "run_token": token,
-                    },
-                )
-                claimed.append(copied(job))
-            return claimed
+            picked = self._store.pick(queue_name, now, options.batch_size, weights, self.rng)
+            return [self._store.claim(job, now, expires, token) for job in picked]
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
         options = (options or DequeueOptions()).with_batch_size(1)
@@ -274,9 +237,7 @@ class TestQueue:
                 results[index] = self._record(job, outcome, now)
         completed: list[UUID] = []
         for indexes in plain.values():
-            still = {job.id for job, _ in map(finished.__getitem__, indexes) if store.run(job)}
-            for job_id in still:
-                write(store.jobs[job_id], _PLAIN_COMPLETION | {"completed_at": now})
+            still = store.complete_plain([finished[index][0] for index in indexes], now)
             for index in indexes:
                 job = finished[index][0]
                 if job.id in still:
