@@ -1,0 +1,219 @@
+"""The Django admin for every table. Actions on jobs and queues call the same `JobQueue`
+methods as the dashboard; a refused transition is reported per job, never a 500."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin import ActionLocation
+from django.utils.html import format_html
+
+from .exceptions import QueueError
+from .models import (
+    Batch,
+    Job,
+    JobCount,
+    JobDependency,
+    QueuePause,
+    ReaperRun,
+    WorkerProcess,
+    Workflow,
+)
+from .queue import JobQueue
+from .templatetags.dashboard import pretty_json
+
+BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
+
+
+def _each(modeladmin, request, rows, verb: str, call) -> None:
+    """Call `call(row)` for each row; report how many succeeded and the first refusal."""
+    done, refused = 0, []
+    for row in rows:
+        try:
+            call(row)
+            done += 1
+        except QueueError as exc:
+            refused.append(str(exc))
+    if done:
+        modeladmin.message_user(request, f"{verb}: {done} done.", messages.SUCCESS)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        modeladmin.message_user(request, f"{verb} refused: {refused[0]}{more}", messages.ERROR)
+
+
+def _queue_names(jobs) -> list[str]:
+    return sorted(set(jobs.values_list("queue_name", flat=True)))
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written by the engine and the workers: looked at, never edited by hand."""
+
+    show_full_result_count = False
+    list_per_page = 50
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["id", "queue_name", "status", "priority", "attempts_shown", "created_at",
+                    "scheduled_at", "short_error"]
+    list_filter = ["status", "queue_name", "priority", "recurring"]
+    search_fields = ["=id", "queue_name", "error_message"]
+    list_select_related = False
+    show_full_result_count = False
+    list_per_page = 50
+    date_hierarchy = None
+    ordering = ["-created_at"]
+    readonly_fields = [f.name for f in Job._meta.fields if f.name != "payload"] + ["payload_json"]
+    exclude = ["payload"]
+    actions = ["retry_now", "cancel", "mark_dead", "release", "pause_queues", "resume_queues"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # enqueue through JobQueue, which validates
+
+    @admin.display(description="attempts")
+    def attempts_shown(self, job: Job) -> str:
+        return f"{job.attempts}/{job.max_attempts}"
+
+    @admin.display(description="error")
+    def short_error(self, job: Job) -> str:
+        text = job.error_message or ""
+        return text if len(text) <= 60 else text[:59] + "…"
+
+    @admin.display(description="payload")
+    def payload_json(self, job: Job):
+        return format_html("<pre>{}</pre>", pretty_json(job.payload))
+
+    @admin.action(description="Retry now", permissions=["change"], location=BOTH)
+    def retry_now(self, request, queryset):
+        queue = JobQueue()
+        _each(self, request, queryset.only("id"), "Retry", lambda job: queue.retry_job(job.id))
+
+    @admin.action(description="Cancel", permissions=["change"], location=BOTH)
+    def cancel(self, request, queryset):
+        queue = JobQueue()
+        reason = f"Cancelled by {request.user.get_username()} in the admin"
+        _each(self, request, queryset.only("id"), "Cancel",
+              lambda job: queue.cancel_job(job.id, reason))
+
+    @admin.action(description="Mark dead", permissions=["change"], location=BOTH)
+    def mark_dead(self, request, queryset):
+        queue = JobQueue()
+        reason = f"Marked dead by {request.user.get_username()} in the admin"
+        _each(self, request, queryset.only("id"), "Mark dead",
+              lambda job: queue.mark_job_dead(job.id, reason))
+
+    @admin.action(description="Release (back to Pending)", permissions=["change"],
+                  location=BOTH)
+    def release(self, request, queryset):
+        queue = JobQueue()
+
+        def release(job: Job) -> None:
+            if not queue.release_job_run(job):
+                raise QueueError(f"job {job.id} is not Running")
+
+        _each(self, request, queryset, "Release", release)
+
+    def has_pause_permission(self, request) -> bool:
+        return request.user.has_perm("queues.change_queuepause")
+
+    @admin.action(description="Pause their queues", permissions=["pause"])
+    def pause_queues(self, request, queryset):
+        queue = JobQueue()
+        user = request.user.get_username()
+        _each(self, request, _queue_names(queryset), "Pause",
+              lambda name: queue.pause_queue(name, paused_by=user))
+
+    @admin.action(description="Resume their queues", permissions=["pause"])
+    def resume_queues(self, request, queryset):
+        queue = JobQueue()
+        user = request.user.get_username()
+        _each(self, request, _queue_names(queryset), "Resume",
+              lambda name: queue.resume_queue(name, resumed_by=user))
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Rows change through the actions only; the form itself is read-only.
+        return super().has_change_permission(request, obj) and obj is None
+
+
+@admin.register(QueuePause)
+class QueuePauseAdmin(admin.ModelAdmin):
+    list_display = ["queue_name", "paused_by", "paused_at", "reason"]
+    search_fields = ["queue_name", "paused_by", "reason"]
+    fields = ["queue_name", "reason"]
+    actions = ["resume"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Pausing goes through the engine, as from the dashboard.
+        JobQueue().pause_queue(obj.queue_name, paused_by=request.user.get_username(),
+                               reason=obj.reason or None)
+
+    def delete_model(self, request, obj) -> None:
+        JobQueue().resume_queue(obj.queue_name, resumed_by=request.user.get_username())
+
+    def delete_queryset(self, request, queryset) -> None:
+        self.resume(request, queryset)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["queue_name"] if obj else []
+
+    @admin.action(description="Resume the selected queues", permissions=["change"],
+                  location=BOTH)
+    def resume(self, request, queryset):
+        queue = JobQueue()
+        user = request.user.get_username()
+        _each(self, request, queryset, "Resume",
+              lambda pause: queue.resume_queue(pause.queue_name, resumed_by=user))
+
+
+@admin.register(Batch)
+class BatchAdmin(ReadOnlyAdmin):
+    list_display = ["name", "status", "failure_mode", "total_jobs", "completed_jobs",
+                    "failed_jobs", "created_at"]
+    list_filter = ["status", "failure_mode"]
+    search_fields = ["=id", "name", "error_summary"]
+
+
+@admin.register(Workflow)
+class WorkflowAdmin(ReadOnlyAdmin):
+    list_display = ["name", "status", "failure_policy", "total_jobs", "completed_jobs",
+                    "failed_jobs", "created_at"]
+    list_filter = ["status", "failure_policy"]
+    search_fields = ["=id", "name"]
+
+
+@admin.register(JobDependency)
+class JobDependencyAdmin(ReadOnlyAdmin):
+    list_display = ["job", "parent"]
+    search_fields = ["=job__id", "=parent__id"]
+    raw_id_fields = ["job", "parent"]
+
+
+@admin.register(ReaperRun)
+class ReaperRunAdmin(ReadOnlyAdmin):
+    list_display = ["ran_at", "ran_by", "queue_name", "requeued_count", "dead_count"]
+    list_filter = ["queue_name"]
+    search_fields = ["ran_by", "queue_name"]
+
+
+@admin.register(WorkerProcess)
+class WorkerProcessAdmin(ReadOnlyAdmin):
+    list_display = ["hostname", "pid", "queues", "batch_size", "concurrency", "jobs_held",
+                    "jobs_running", "jobs_processed", "last_heartbeat_at"]
+    search_fields = ["hostname"]
+
+
+@admin.register(JobCount)
+class JobCountAdmin(ReadOnlyAdmin):
+    """The trigger-kept counts (one row per queue, status and shard)."""
+
+    list_display = ["queue_name", "status", "shard", "n"]
+    list_filter = ["status", "queue_name"]
+    search_fields = ["queue_name"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

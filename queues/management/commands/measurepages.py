@@ -1,0 +1,108 @@
+"""`manage.py measurepages`: time every dashboard page on the current database.
+
+Requests go through Django's test client in this process (no network), logged in as a
+superuser, so the figures are the server's own time: queries plus rendering. Each page is
+fetched once to warm up, then `--repeat` times; the median and the slowest wall-clock times
+are printed, with the median CPU time of this process (on SQLite, which runs in-process,
+that is the whole cost without the waiting a busy machine adds).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from urllib.parse import urlencode
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from queues.enums import JobStatus
+from queues.listing import JobFilter, list_jobs
+from queues.models import Batch, Job, Workflow
+
+MEASURER = "pagemeasurer"
+
+
+class Command(BaseCommand):
+    help = "Time each dashboard page (median and slowest of --repeat requests)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--repeat", type=int, default=10)
+        parser.add_argument("--budget-ms", type=float, default=200.0)
+
+    def handle(self, *args, repeat: int, budget_ms: float, **options) -> None:
+        client = Client(SERVER_NAME="localhost")
+        client.force_login(_measurer())
+        over = []
+        self.stdout.write(f"{connection.vendor}, {Job.objects.count():,} jobs; "
+                          f"{repeat} requests per page after one warm-up")
+        self.stdout.write(f"{'page':<44} {'median ms':>10} {'max ms':>8} {'cpu ms':>8}")
+        for label, url, headers in _pages():
+            times, cpu = [], []
+            for i in range(repeat + 1):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                response = client.get(url, headers=headers)
+                elapsed = (time.perf_counter() - start) * 1000
+                if response.status_code != 200:
+                    raise CommandError(f"{url} answered {response.status_code}")
+                if i:
+                    times.append(elapsed)
+                    cpu.append((time.process_time() - start_cpu) * 1000)
+            median, worst = statistics.median(times), max(times)
+            if median > budget_ms:
+                over.append(label)
+            self.stdout.write(
+                f"{label:<44} {median:>10.1f} {worst:>8.1f} {statistics.median(cpu):>8.1f}"
+            )
+        if over:
+            raise CommandError(f"over {budget_ms:.0f} ms (median): {', '.join(over)}")
+        self.stdout.write(self.style.SUCCESS(f"every page under {budget_ms:.0f} ms (median)"))
+
+
+def _measurer():
+    user, _ = get_user_model().objects.get_or_create(
+        username=MEASURER, defaults={"is_staff": True, "is_superuser": True}
+    )
+    return user
+
+
+def _pages():
+    poll = {"HX-Request": "true"}
+    biggest = (
+        Job.objects.filter(status=JobStatus.PENDING).values_list("queue_name", flat=True).first()
+        or Job.objects.values_list("queue_name", flat=True).first()
+    )
+    if biggest is None:
+        raise CommandError("no jobs: run `manage.py filljobs` first")
+    queue = reverse("dashboard:queue", args=[biggest])
+    job = Job.objects.filter(queue_name=biggest).values_list("id", flat=True).first()
+    pages = [
+        ("overview", reverse("dashboard:overview"), {}),
+        ("overview, live poll", reverse("dashboard:overview"),
+         {**poll, "HX-Target": "overview-live"}),
+        (f"queue {biggest}", queue, {}),
+        (f"queue {biggest}, live poll of the list", queue, {**poll, "HX-Target": "queue-jobs"}),
+        (f"queue {biggest}, status Dead", f"{queue}?status=Dead", {}),
+        (f"queue {biggest}, priority Critical", f"{queue}?priority=4", {}),
+        (f"queue {biggest}, search payload text", f"{queue}?q=user4242@", {}),
+        (f"queue {biggest}, search by id", f"{queue}?q={job}", {}),
+        ("job", reverse("dashboard:job", args=[job]), {}),
+        ("reaper", reverse("dashboard:reaper"), {}),
+        ("batches and workflows", reverse("dashboard:batches"), {}),
+        ("recurring", reverse("dashboard:recurring"), {}),
+        ("workers", reverse("dashboard:workers"), {}),
+    ]
+    # The second page of the queue: follow the first page's cursor.
+    cursor = list_jobs(JobFilter(biggest)).next_cursor
+    if cursor:
+        pages.insert(5, (f"queue {biggest}, page 2", f"{queue}?{urlencode({'after': cursor})}", {}))
+    batch = Batch.objects.values_list("id", flat=True).first()
+    if batch:
+        pages.append(("batch", reverse("dashboard:batch", args=[batch]), {}))
+    workflow = Workflow.objects.values_list("id", flat=True).first()
+    if workflow:
+        pages.append(("workflow", reverse("dashboard:workflow", args=[workflow]), {}))
+    return pages

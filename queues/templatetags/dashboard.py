@@ -1,0 +1,132 @@
+"""Filters that format numbers, times and payloads for people, and the sparkline."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+register = template.Library()
+
+
+@register.filter
+def compact(value) -> str:
+    """950 -> "950", 1234 -> "1.2k", 1_250_000 -> "1.3M"."""
+    if value is None or value == "":
+        return "0"
+    n = int(value)
+    for limit, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if abs(n) >= limit:
+            text = f"{n / limit:.1f}".removesuffix(".0")
+            return f"{text}{suffix}"
+    return str(n)
+
+
+def _span(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 1:
+        return "now"
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 86400:
+        hours, rest = divmod(int(seconds), 3600)
+        return f"{hours} h {rest // 60} min" if rest >= 60 else f"{hours} h"
+    return f"{int(seconds // 86400)} d"
+
+
+@register.filter
+def ago(value: datetime | None, now: datetime | None = None) -> str:
+    """A moment relative to now: "3 s ago", "in 5 min", "now"."""
+    if not value:
+        return "—"
+    delta = ((now or timezone.now()) - value).total_seconds()
+    text = _span(delta)
+    if text == "now":
+        return "just now"
+    return f"{text} ago" if delta > 0 else f"in {text}"
+
+
+@register.filter
+def age(value: datetime | None) -> str:
+    """How long since `value`, without "ago": "4 min"."""
+    if not value:
+        return "—"
+    return _span((timezone.now() - value).total_seconds()).replace("now", "0 s")
+
+
+@register.filter
+def duration(value: timedelta | None) -> str:
+    if value is None:
+        return "—"
+    seconds = value.total_seconds()
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return _span(seconds)
+
+
+@register.filter
+def pretty_json(value) -> str:
+    """The value as indented JSON text (escaped by the template like any other text)."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@register.filter
+def percent(part, whole) -> float:
+    return round(100 * (part or 0) / whole, 1) if whole else 0.0
+
+
+@register.simple_tag
+def sparkline(values: list[int], width: int = 120, height: int = 24):
+    """A server-rendered SVG polyline of `values` (oldest first)."""
+    if not values:
+        return ""
+    top = max(max(values), 1)
+    step = width / max(len(values) - 1, 1)
+    points = format_html_join(
+        " ",
+        "{},{}",
+        ((f"{i * step:.1f}", f"{height - 1 - (v / top) * (height - 2):.1f}")
+         for i, v in enumerate(values)),
+    )
+    label = f"{sum(values)} completed in the last {len(values)} minutes"
+    return format_html(
+        '<svg class="spark" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+        'aria-label="{label}"><polyline points="{points}" fill="none" '
+        'stroke="currentColor" stroke-width="1.5" stroke-linejoin="round"/></svg>',
+        w=width,
+        h=height,
+        label=label,
+        points=points,
+    )
+
+
+VISIBLE = "document.visibilityState === 'visible'"
+
+
+@register.simple_tag(takes_context=True)
+def live(context, condition: str = ""):
+    """The attributes of a live region: re-fetched every 2 s while the tab is visible (and
+    `condition` holds), and at once after an action (the `refresh` event)."""
+    check = f"{VISIBLE} && {condition}" if condition else VISIBLE
+    # The region is its own target whatever encloses it (the bulk form targets #flash);
+    # hx-disinherit: the buttons inside keep their own target and swap.
+    return format_html(
+        'hx-get="{}" hx-trigger="every 2s [{}], refresh from:body" hx-target="this" '
+        'hx-swap="outerHTML" hx-disinherit="*"',
+        context["request"].get_full_path(),
+        check,
+    )
+
+
+@register.filter
+def preview(value, length: int = 100) -> str:
+    """A one-line JSON preview, cut at `length` characters."""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+    return text if len(text) <= length else text[: length - 1] + "…"

@@ -1,0 +1,2 @@
+"""The dashboard: pages (GET, live regions re-rendered as partials) and actions (POST, each
+one engine method of `JobQueue`)."""

@@ -1,0 +1,108 @@
+"""Dashboard actions. Each calls one engine method of `JobQueue`, the same method the admin
+calls; a refused transition (`QueueError`) becomes a message shown in place (see
+`access.action`)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
+
+from ..exceptions import QueueError
+from .access import action, notice
+
+MAX_BULK = 500
+JOB_ACTIONS = {
+    "retry": ("queues.change_job", "retry_job", "queued again"),
+    "cancel": ("queues.change_job", "cancel_job", "cancelled"),
+    "delete": ("queues.delete_job", "delete_job", "deleted"),
+}
+
+
+def _queue_name(request) -> str:
+    return request.POST.get("queue", "")
+
+
+@action("queues.change_queuepause")
+def pause(request, queue):
+    name = _queue_name(request)
+    queue.pause_queue(name, paused_by=request.user.get_username(),
+                      reason=request.POST.get("reason") or None)
+    return notice(request, f"Paused {name}: workers take no new jobs from it.")
+
+
+@action("queues.change_queuepause")
+def resume(request, queue):
+    name = _queue_name(request)
+    queue.resume_queue(name, resumed_by=request.user.get_username())
+    return notice(request, f"Resumed {name}.")
+
+
+def _job_action(verb: str):
+    permission, method, done = JOB_ACTIONS[verb]
+
+    @action(permission)
+    def view(request, queue, job_id):
+        job = queue.get_job(job_id)
+        getattr(queue, method)(job_id)
+        text = f"Job {job_id} {done}."
+        if verb != "delete" or job is None:
+            return notice(request, text)
+        # The job's page is gone: show the message on its queue's page.
+        messages.success(request, text)
+        url = reverse("dashboard:queue", args=[job.queue_name])
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+    view.__name__ = view.__qualname__ = f"job_{verb}"
+    return view
+
+
+job_retry = _job_action("retry")
+job_cancel = _job_action("cancel")
+job_delete = _job_action("delete")
+
+
+@action()
+def bulk(request, queue):
+    """Retry, cancel or delete the selected jobs; the permission depends on the verb."""
+    verb = request.POST.get("action", "")
+    if verb not in JOB_ACTIONS:
+        return notice(request, "Choose retry, cancel or delete.", messages.ERROR)
+    permission, method, done = JOB_ACTIONS[verb]
+    if not request.user.has_perm(permission):
+        raise PermissionDenied("You may look but not change this.")
+    ids = request.POST.getlist("ids")[:MAX_BULK]
+    if not ids:
+        return notice(request, "Select some jobs first.", messages.WARNING)
+    refused = []
+    for job_id in ids:
+        try:
+            getattr(queue, method)(job_id)
+        except QueueError as exc:
+            refused.append(str(exc))
+    ok = len(ids) - len(refused)
+    text = f"{ok} of {len(ids)} jobs {done}."
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        text += f" Refused: {refused[0]}{more}"
+    return notice(request, text, messages.WARNING if refused else messages.SUCCESS)
+
+
+@action("queues.change_job")
+def run_reaper(request, queue):
+    recovery = queue.requeue_stale_jobs(ran_by=f"dashboard:{request.user.get_username()}")
+    requeued, dead = len(recovery.requeued), len(recovery.dead)
+    if not requeued and not dead:
+        return notice(request, "Reaper ran: no running job had an expired lease.")
+    return notice(request, f"Reaper ran: {requeued} requeued, {dead} marked Dead.")
+
+
+@action("queues.change_job")
+def set_recurring(request, queue, job_id, enabled: bool):
+    if enabled:
+        queue.enable_recurring_job(job_id)
+    else:
+        queue.disable_recurring_job(job_id)
+    return notice(request, f"Recurring job {job_id} {'enabled' if enabled else 'disabled'}.")

@@ -1,0 +1,32 @@
+"""The reaper, recurring jobs and worker processes."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from .. import stats
+from .access import page
+
+
+@page(live=("reaper-live",))
+def reaper(request):
+    now = timezone.now()
+    return "dashboard/reaper.html", {
+        "runs": stats.reaper_runs(),
+        "expired": stats.expired_leases(now),
+        "now": now,
+    }
+
+
+@page(live=("recurring-live",))
+def recurring(request):
+    return "dashboard/recurring.html", {"jobs": stats.recurring_jobs(), "now": timezone.now()}
+
+
+@page(live=("workers-live",))
+def workers(request):
+    return "dashboard/workers.html", {
+        "workers": stats.workers(),
+        "stale_after": stats.WORKER_STALE_AFTER,
+        "now": timezone.now(),
+    }

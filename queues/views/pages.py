@@ -1,0 +1,70 @@
+"""The overview, queue and job pages."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from .. import stats
+from ..enums import PRIORITY_CHOICES, JobStatus
+from ..listing import JobFilter, list_jobs
+from ..models import Job, JobDependency, QueuePause
+from .access import page
+
+DEPENDENCY_LIMIT = 50
+
+
+@page(live=("overview-live",))
+def overview(request):
+    return "dashboard/overview.html", {"overview": stats.overview(), "now": timezone.now()}
+
+
+@page(live=("queue-live", "queue-jobs"))
+def queue_detail(request, name: str):
+    counts = stats.queue_counts(name)
+    pause = QueuePause.objects.filter(queue_name=name).first()
+    if not any(counts.values()) and pause is None:
+        raise Http404("No such queue")
+    flt = JobFilter.from_query(name, request.GET)
+    present = {status for status, n in counts.items() if n}
+    jobs = list_jobs(flt, request.GET.get("after", ""), present)
+    return "dashboard/queue.html", {
+        "name": name,
+        "counts": list(counts.items()),
+        "pause": pause,
+        "filter": flt,
+        "page": jobs,
+        "statuses": JobStatus.values,
+        "priorities": PRIORITY_CHOICES,
+        "can_bulk": request.user.has_perm("queues.change_job")
+        or request.user.has_perm("queues.delete_job"),
+        "now": timezone.now(),
+    }
+
+
+@page(live=("job-live",))
+def job_detail(request, job_id):
+    job = get_object_or_404(Job.objects.select_related("batch", "workflow"), id=job_id)
+    parents = (
+        JobDependency.objects.filter(job_id=job.id)
+        .select_related("parent")
+        .only("parent__id", "parent__status", "parent__queue_name")[:DEPENDENCY_LIMIT]
+    )
+    children = (
+        JobDependency.objects.filter(parent_id=job.id)
+        .select_related("job")
+        .only("job__id", "job__status", "job__queue_name")[:DEPENDENCY_LIMIT]
+    )
+    return "dashboard/job.html", {
+        "job": job,
+        "parents": [edge.parent for edge in parents],
+        "children": [edge.job for edge in children],
+        "lease_expired": job.status == JobStatus.RUNNING
+        and job.lease_expires_at is not None
+        and job.lease_expires_at < timezone.now(),
+        "can_cancel": job.status in (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING),
+        "can_retry": job.status != JobStatus.COMPLETED or bool(job.cron_schedule),
+        "can_delete": job.status != JobStatus.RUNNING,
+        "now": timezone.now(),
+    }
