@@ -21,8 +21,16 @@ from .models import Job
 PAGE_SIZE = 50
 #: The statuses read for an unfiltered list, the usually newest first: once one gives a full
 #: page, the others are read only down to its oldest row.
-SCAN_ORDER = [JobStatus.COMPLETED, JobStatus.PENDING, JobStatus.RUNNING, JobStatus.FAILED,
-              JobStatus.DEAD, JobStatus.TIMED_OUT, JobStatus.RETRYING, JobStatus.ARCHIVED]
+SCAN_ORDER = [
+    JobStatus.COMPLETED,
+    JobStatus.PENDING,
+    JobStatus.RUNNING,
+    JobStatus.FAILED,
+    JobStatus.DEAD,
+    JobStatus.TIMED_OUT,
+    JobStatus.RETRYING,
+    JobStatus.ARCHIVED,
+]
 SEARCH_WINDOW = 2_000
 
 

@@ -7,7 +7,6 @@ the run's id, status and token, so a stale run changes nothing.
 
 from __future__ import annotations
 
-import copy
 import random
 import uuid
 from collections.abc import Iterable, Sequence
@@ -40,12 +39,14 @@ from .rules import (
     check_retry_time,
     fail_for_good_fields,
     note_recovery,
+    on_copies,
     prepare_jobs,
     reaper_outcome,
     reaper_run_row,
     record_effects,
     retry_fields,
     settle_dependencies,
+    split_finished,
     workflow_row,
 )
 from .rules import claim_key as _claim_key
@@ -312,28 +313,14 @@ class JobQueue:
         )
 
     def _on_copies(self, jobs: list[Job], write):
-        """Run `write(copies of jobs)` in a transaction; the jobs take the new values only
-        once it committed. A transaction that fails (a dropped connection, a deadlock
-        retried) must leave them as they were, or a retry would take the run for stale."""
-
-        def work():
-            copies = [copy.copy(job) for job in jobs]
-            return copies, write(copies)
-
-        copies, result = self._atomic(work)
-        for job, written in zip(jobs, copies, strict=True):
-            job.__dict__.update(written.__dict__)
-        return result
+        return on_copies(jobs, write, self._atomic)
 
     def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
-        plain: dict[UUID, list[int]] = {}
-        for index, (job, outcome) in enumerate(finished):
-            if job.run_token is None:
-                continue
-            if _is_plain_completion(job, outcome):
-                plain.setdefault(job.run_token, []).append(index)
-            else:
+        singles, plain = split_finished(finished)
+        for index in singles:
+            job, outcome = finished[index]
+            if job.run_token is not None:  # else recorded already, under another index
                 results[index] = self._record(job, outcome, now)
         completed: list[UUID] = []
         for token, indexes in plain.items():
@@ -542,16 +529,6 @@ class JobQueue:
                 .values_list("id", "error_message")[:1000]
             )
         return batch_result(batch, errors)
-
-
-def _is_plain_completion(job: Job, outcome: JobOutcome) -> bool:
-    return (
-        outcome.kind == "completed"
-        and outcome.result is None
-        and not job.batch_id
-        and not job.workflow_id
-        and not job.cron_schedule
-    )
 
 
 def _lease_of(jobs, job_id):

@@ -5,6 +5,7 @@ outcome."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -228,3 +229,43 @@ def reaper_run_row(
         requeued_ids=[str(i) for i in recovery.requeued],
         dead_ids=[str(i) for i in recovery.dead],
     )
+
+
+def split_finished(
+    finished: Sequence[tuple[Job, JobOutcome]],
+) -> tuple[list[int], dict[UUID, list[int]]]:
+    """How `finish_job_runs` records many outcomes: the indexes recorded one by one, and the
+    plain completions (no result, batch, workflow or schedule) by claim token, written
+    together. A run without a token is in neither (its answer is None)."""
+    singles: list[int] = []
+    plain: dict[UUID, list[int]] = {}
+    for index, (job, outcome) in enumerate(finished):
+        if job.run_token is None:
+            continue
+        if (
+            outcome.kind == "completed"
+            and outcome.result is None
+            and not job.batch_id
+            and not job.workflow_id
+            and not job.cron_schedule
+        ):
+            plain.setdefault(job.run_token, []).append(index)
+        else:
+            singles.append(index)
+    return singles, plain
+
+
+def on_copies[T](jobs: list[Job], write: Callable[[list[Job]], T], atomic) -> T:
+    """Run `write(copies of jobs)` through `atomic` (a transaction, or TestQueue's lock); the
+    jobs take the new values only once it is done. A transaction that fails (a dropped
+    connection, a deadlock retried) must leave them as they were, or a retry would take the
+    run for stale."""
+
+    def work():
+        copies = [copy.copy(job) for job in jobs]
+        return copies, write(copies)
+
+    copies, result = atomic(work)
+    for job, written in zip(jobs, copies, strict=True):
+        job.__dict__.update(written.__dict__)
+    return result

@@ -103,14 +103,14 @@ def oldest_pending(names: list[str]) -> dict[str, datetime]:
     return dict(row for part in parts for row in part)
 
 
-def throughput(name: str, now: datetime, cache: MinuteCache | None = None
-               ) -> tuple[list[int], int]:
+def throughput(name: str, now: datetime, cache: MinuteCache | None = None) -> tuple[list[int], int]:
     """`throughputs` of one queue."""
     return throughputs([name], now, cache).get(name, ([0] * SPARK_MINUTES, 0))
 
 
-def throughputs(names: list[str], now: datetime, cache: MinuteCache | None = None
-                ) -> dict[str, tuple[list[int], int]]:
+def throughputs(
+    names: list[str], now: datetime, cache: MinuteCache | None = None
+) -> dict[str, tuple[list[int], int]]:
     """Completions of each queue per minute over the last SPARK_MINUTES (oldest first), and
     in the last 60 s: one grouped read of the (queue_name, status, completed_at) index (with
     `cache`, only of the minutes it does not hold)."""
@@ -122,8 +122,10 @@ def throughputs(names: list[str], now: datetime, cache: MinuteCache | None = Non
     else:
         read = cache.read(names, start, now)
     return {
-        name: ([per_minute.get(start + timedelta(minutes=i), 0) for i in range(SPARK_MINUTES)],
-               last_minute)
+        name: (
+            [per_minute.get(start + timedelta(minutes=i), 0) for i in range(SPARK_MINUTES)],
+            last_minute,
+        )
         for name, (per_minute, last_minute) in read.items()
     }
 
@@ -145,8 +147,9 @@ def _completions(names: list[str], since: datetime, now: datetime) -> Completion
     groups = [
         group
         for batch in batches
-        for group in Job.objects.filter(queue_name__in=batch, status=JobStatus.COMPLETED,
-                                        completed_at__gte=since)
+        for group in Job.objects.filter(
+            queue_name__in=batch, status=JobStatus.COMPLETED, completed_at__gte=since
+        )
         .annotate(minute=_minute_of("completed_at"), recent=recent)
         .order_by()
         .values_list("queue_name", "minute", "recent")

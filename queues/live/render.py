@@ -34,8 +34,9 @@ def group_of(audience: Audience) -> str:
     return ".".join(["dashboard-overview", *audience]).replace("queues.", "")
 
 
-def render_overview(audiences: list[Audience], cache: stats.MinuteCache | None = None
-                    ) -> dict[Audience, str]:
+def render_overview(
+    audiences: list[Audience], cache: stats.MinuteCache | None = None
+) -> dict[Audience, str]:
     """One database read of the overview (with `cache`, the aggregator's closed minutes of
     throughput), rendered for each audience."""
     now = timezone.now()

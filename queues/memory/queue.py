@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -28,7 +28,6 @@ from ..outcomes import (
 )
 from ..queue import CANCELLED, LOST, RELEASED, STARTED
 from ..rules import (
-    age_key,
     batch_result,
     batch_row,
     check_outcome,
@@ -36,6 +35,7 @@ from ..rules import (
     claim_key,
     fail_for_good_fields,
     note_recovery,
+    on_copies,
     parse_job_id,
     positive_lease,
     prepare_jobs,
@@ -43,6 +43,7 @@ from ..rules import (
     reaper_run_row,
     record_effects,
     retry_fields,
+    split_finished,
     workflow_row,
 )
 from ..validation import validate_queue_name
@@ -113,46 +114,22 @@ class TestQueue:
         prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
 
     # Claim ------------------------------------------------------------------------------
-    def dequeue(self, queue_name: str, options: DequeueOptions | None = None) -> list[Job]:
+    def dequeue(
+        self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
+    ) -> list[Job]:
+        """Claim up to `options.batch_size` jobs, as one run with `run_token` (default: a
+        new one)."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
-        size = options.batch_size
-        if size == 0:
+        if options.batch_size == 0:
             return []
         now = self.now()
-        token = uuid.uuid4()
+        token = run_token or uuid.uuid4()
         expires = now + options.lease_duration
         weights = options.priority_weights
         with self._lock:
-            ready = self._store.claimable(queue_name, now)
-            paused = queue_name in self._store.pauses
-            if weights is None or weights.strict_priority:
-                picked = [] if paused else sorted(ready, key=claim_key)[:size]
-            else:
-                # The levels are ordered (drawing from the rng) even when the queue is
-                # paused, as the database queue does.
-                order = weights.level_order({job.priority for job in ready}, self.rng)
-                picked = []
-                for level in [] if paused else order:
-                    at_level = sorted((j for j in ready if j.priority == level), key=age_key)
-                    picked += at_level[: size - len(picked)]
-                    if len(picked) >= size:
-                        break
-            claimed = []
-            for job in picked:
-                write(
-                    job,
-                    {
-                        "status": JobStatus.RUNNING,
-                        "attempts": job.attempts + 1,
-                        "started_at": now,
-                        "last_heartbeat_at": now,
-                        "lease_expires_at": expires,
-                        "run_token": token,
-                    },
-                )
-                claimed.append(copied(job))
-            return claimed
+            picked = self._store.pick(queue_name, now, options.batch_size, weights, self.rng)
+            return [self._store.claim(job, now, expires, token) for job in picked]
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
         options = (options or DequeueOptions()).with_batch_size(1)
@@ -226,21 +203,53 @@ class TestQueue:
         if job.run_token is None:
             return None
         now = self.now()
-        with self._lock:
-            return self._record(job, outcome, now)
+        return on_copies([job], lambda jobs: self._record(jobs[0], outcome, now), self._atomic)
 
     def finish_job_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]]
     ) -> list[RecordedOutcome | None]:
-        """Record many runs' outcomes at once (see JobQueue.finish_job_runs)."""
+        """Record many runs' outcomes at once, as `JobQueue.finish_job_runs` does: first the
+        outcomes recorded one by one, then the plain completions of each claim, then the
+        dependents those completions release."""
         for _, outcome in finished:
             check_outcome(outcome)
+        if not finished:
+            return []
         now = self.now()
+        outcomes = [outcome for _, outcome in finished]
+        return on_copies(
+            [job for job, _ in finished],
+            lambda jobs: self._record_many(list(zip(jobs, outcomes, strict=True)), now),
+            self._atomic,
+        )
+
+    def _atomic[T](self, work: Callable[[], T]) -> T:
         with self._lock:
-            return [
-                self._record(job, outcome, now) if job.run_token is not None else None
-                for job, outcome in finished
-            ]
+            return work()
+
+    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
+        store = self._store
+        results: list[RecordedOutcome | None] = [None] * len(finished)
+        singles, plain = split_finished(finished)
+        for index in singles:
+            job, outcome = finished[index]
+            if job.run_token is not None:  # else recorded already, under another index
+                results[index] = self._record(job, outcome, now)
+        completed: list[UUID] = []
+        for indexes in plain.values():
+            still = store.complete_plain([finished[index][0] for index in indexes], now)
+            for index in indexes:
+                job = finished[index][0]
+                if job.id in still:
+                    job.status, job.completed_at = JobStatus.COMPLETED, now
+                    job.run_token = job.lease_expires_at = None
+                    results[index] = RecordedOutcome(status=JobStatus.COMPLETED)
+                    completed.append(job.id)
+        parents = {job_id for job_id in completed if store.children.get(job_id)}
+        for index, (job, _) in enumerate(finished):
+            if job.id in parents and results[index] is not None:
+                results[index].unblocked = store.release_dependents(job.id)
+        return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         store = self._store
@@ -367,13 +376,13 @@ class TestQueue:
         """Every job of every queue, oldest first (TestQueue only, as in Hammerwork)."""
         with self._lock:
             jobs = self._store.jobs.values()
-            return copied(sorted(jobs, key=lambda job: (job.created_at, str(job.id))))
+            return copied(sorted(jobs, key=_listing_key))
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
         batch_id = parse_job_id(batch_id)
         with self._lock:
             jobs = self._store.in_batch(batch_id)
-            return copied(sorted(jobs, key=lambda job: (job.created_at, str(job.id))))
+            return copied(sorted(jobs, key=_listing_key))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
         batch_id = parse_job_id(batch_id)
@@ -386,3 +395,7 @@ class TestQueue:
                 failed = [j for j in self._store.in_batch(batch_id) if j.status in FAILURE_STATUSES]
                 errors = {j.id: j.error_message for j in sorted(failed, key=claim_key)[:1000]}
             return batch_result(batch, errors)
+
+
+def _listing_key(job: Job):
+    return (job.created_at, str(job.id))

@@ -29,11 +29,17 @@ from ..enums import (
 )
 from ..exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
 from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
-from ..rules import claim_key, settle_dependencies
+from ..rules import age_key, claim_key, settle_dependencies
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
 _JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on")
 _COLUMNS = Job._meta.concrete_fields
+_PLAIN_COMPLETION = {
+    "status": JobStatus.COMPLETED,
+    "result": None,
+    "run_token": None,
+    "lease_expires_at": None,
+}
 _CLAIMABLE_DEPENDENCY = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
 
 
@@ -139,6 +145,37 @@ class Store:
             and job.dependency_status in _CLAIMABLE_DEPENDENCY
             and (job.cron_schedule is None or job.recurring)
         ]
+
+    def pick(self, queue_name: str, now: datetime, size: int, weights, rng) -> list[Job]:
+        """The jobs a claim of `size` takes: strict order, or level by level in the order
+        `weights` draws (drawn even when the queue is paused, as the database queue does)."""
+        ready = self.claimable(queue_name, now)
+        paused = queue_name in self.pauses
+        if weights is None or weights.strict_priority:
+            return [] if paused else sorted(ready, key=claim_key)[:size]
+        order = weights.level_order({job.priority for job in ready}, rng)
+        picked: list[Job] = []
+        for level in [] if paused else order:
+            at_level = sorted((job for job in ready if job.priority == level), key=age_key)
+            picked += at_level[: size - len(picked)]
+            if len(picked) >= size:
+                break
+        return picked
+
+    def claim(self, job: Job, now: datetime, expires: datetime, token: UUID) -> Job:
+        """Mark a picked job Running for the run `token`; returns a copy for the caller."""
+        fields = {"status": JobStatus.RUNNING, "attempts": job.attempts + 1, "started_at": now}
+        fields |= {"last_heartbeat_at": now, "lease_expires_at": expires, "run_token": token}
+        write(job, fields)
+        return copied(job)
+
+    def complete_plain(self, jobs: list[Job], now: datetime) -> set[UUID]:
+        """Complete the runs of `jobs` (one claim's) that are still theirs, with no result;
+        returns the ids completed."""
+        still = {job.id for job in jobs if self.run(job) is not None}
+        for job_id in still:
+            write(self.jobs[job_id], {**_PLAIN_COMPLETION, "completed_at": now})
+        return still
 
     def expired_leases(self, now: datetime, queue_name: str | None) -> list[Job]:
         expired = [

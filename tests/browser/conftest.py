@@ -88,13 +88,21 @@ def asgi_server(django_db_setup, tmp_path_factory):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = tmp_path_factory.mktemp("asgi") / "server.log"
-    env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1",
-           "DJANGO_DEBUG": "1"}
+    env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1", "DJANGO_DEBUG": "1"}
     with log.open("wb") as out:
         server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
-             "--skip-checks"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "manage.py",
+                "runserver",
+                f"127.0.0.1:{port}",
+                "--noreload",
+                "--skip-checks",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + 30

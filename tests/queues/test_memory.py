@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -291,3 +292,30 @@ def test_times_are_stored_in_utc(queue):
     queue.finish_job_run(run, JobOutcome.retry(T0.astimezone(paris) + timedelta(hours=1)))
     stored = queue.get_job(job.id)
     assert stored.scheduled_at == T0 + timedelta(hours=1) and stored.scheduled_at.tzinfo == UTC
+
+
+def test_get_all_jobs_lists_every_queue_oldest_first(queue):
+    first = queue.enqueue(Job(queue_name="a"))
+    queue.clock.advance(timedelta(seconds=1))
+    second = queue.enqueue(Job(queue_name="b"))
+    assert [job.id for job in queue.get_all_jobs()] == [first, second]
+
+
+def test_a_claim_can_carry_the_callers_run_token(queue):
+    queue.enqueue_many([Job(queue_name="q"), Job(queue_name="q")])
+    token = uuid.uuid4()
+    claimed = queue.dequeue("q", DequeueOptions.batch(2), run_token=token)
+    assert {job.run_token for job in claimed} == {token}
+    assert queue.heartbeat_jobs(claimed, timedelta(seconds=5)) == 2
+
+
+def test_finish_job_runs_leaves_the_jobs_as_they_were_when_it_fails(queue):
+    queue.enqueue(Job(queue_name="q"))
+    run = queue.dequeue_one("q")
+    with pytest.raises(TypeError):
+        queue.finish_job_runs([(run, JobOutcome.completed()), (run, "not an outcome")])
+    assert run.status == JobStatus.RUNNING and run.run_token is not None
+    recorded = queue.finish_job_runs([(run, JobOutcome.completed())])
+    assert [r.status for r in recorded] == [JobStatus.COMPLETED]
+    assert run.status == JobStatus.COMPLETED and run.run_token is None
+    assert queue.finish_job_runs([(run, JobOutcome.completed())]) == [None]

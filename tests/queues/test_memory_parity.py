@@ -190,8 +190,8 @@ class Twins:
         db, mem = self.both(name, db_run, *extra, mem_args=(mem_run, *extra))
         assert db == mem, (name, db, mem)
 
-    def finish(self) -> None:
-        outcome = self.rng.choice(
+    def outcome(self) -> JobOutcome:
+        return self.rng.choice(
             [
                 JobOutcome.completed({"ok": 1}),
                 JobOutcome.failed("boom"),
@@ -201,7 +201,27 @@ class Twins:
                 JobOutcome.cancelled("gone"),
             ]
         )
-        self.run_call("finish_job_run", outcome)
+
+    def finish(self) -> None:
+        self.run_call("finish_job_run", self.outcome())
+
+    def finish_many(self) -> None:
+        """Several outcomes at once, plain completions among them (a run maybe twice)."""
+        if not self.runs:
+            return
+        picked = self.rng.choices(self.runs, k=self.rng.randint(1, 5))
+        outcomes = [
+            self.rng.choice([JobOutcome.completed(), JobOutcome.completed(), self.outcome()])
+            for _ in picked
+        ]
+        db, mem = self.both(
+            "finish_job_runs",
+            [(db, outcome) for (db, _), outcome in zip(picked, outcomes, strict=True)],
+            mem_args=(
+                [(mem, outcome) for (_, mem), outcome in zip(picked, outcomes, strict=True)],
+            ),
+        )
+        assert db == mem
 
     def operator(self) -> None:
         if not self.ids:
@@ -222,27 +242,26 @@ class Twins:
         else:
             self.both(name, job_id)
 
+    def reap(self) -> None:
+        """The reaper, after every held run got a lease of its own length. The database
+        takes leases that expire at the same instant (a batch's) in no set order, and in a
+        fail-fast batch or workflow the order decides which sibling fails the other."""
+        base = timedelta(seconds=self.rng.choice([1, 30, 120]))
+        for n, (db_run, mem_run) in enumerate(self.runs):
+            lease = base + timedelta(microseconds=n)
+            assert self.db.heartbeat_job(db_run, lease) == self.mem.heartbeat_job(mem_run, lease)
+        self.advance(timedelta(seconds=self.rng.choice([0, 10, 60])))
+        db, mem = self.both("requeue_stale_jobs")
+        assert (db.requeued, db.dead) == (mem.requeued, mem.dead)
+
     def step(self) -> None:
         rng = self.rng
-        choice = rng.choices(
-            [
-                "enqueue",
-                "workflow",
-                "batch",
-                "dequeue",
-                "finish",
-                "release",
-                "heartbeat",
-                "start",
-                "advance",
-                "reap",
-                "pause",
-                "operator",
-                "heartbeat_many",
-                "refused",
-            ],
-            weights=[4, 2, 2, 6, 6, 1, 1, 2, 3, 1, 1, 3, 1, 1],
-        )[0]
+        weights = {
+            "enqueue": 4, "workflow": 2, "batch": 2, "dequeue": 6, "finish": 5,
+            "finish_many": 2, "release": 1, "heartbeat": 1, "heartbeat_many": 1, "start": 2,
+            "advance": 3, "reap": 1, "pause": 1, "operator": 3, "refused": 1,
+        }  # fmt: skip
+        choice = rng.choices(list(weights), weights=list(weights.values()))[0]
         if choice == "enqueue":
             self.enqueue()
         elif choice == "workflow":
@@ -266,6 +285,8 @@ class Twins:
                 mem_args=([mem for _, mem in runs], timedelta(seconds=40)),
             )
             assert db == mem
+        elif choice == "finish_many":
+            self.finish_many()
         elif choice == "refused":
             jobs = [self.new_job(), Job(queue_name="a", max_attempts=0)]
             self.both("enqueue_many", jobs, mem_args=(copy.deepcopy(jobs),))
@@ -274,10 +295,7 @@ class Twins:
         elif choice == "advance":
             self.advance(timedelta(seconds=rng.choice([1, 15, 45, 90])))
         elif choice == "reap":
-            db, mem = self.both("requeue_stale_jobs")
-            # Leases that expire at the same instant are taken in no set order.
-            assert sorted(db.requeued) == sorted(mem.requeued)
-            assert sorted(db.dead) == sorted(mem.dead)
+            self.reap()
         elif choice == "pause":
             queue = rng.choice(QUEUES)
             if self.db.is_queue_paused(queue):

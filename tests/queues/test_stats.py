@@ -51,6 +51,7 @@ def test_overview_lists_queues_and_oldest_pending():
     assert {first, second} <= rows.keys()
     assert rows[first].oldest_pending_at is not None
 
+
 def test_the_minute_cache_reads_closed_minutes_once_and_agrees_with_a_full_read():
     name, now = unique_queue("mc"), timezone.now()
     for minutes_ago in (20, 5, 5):

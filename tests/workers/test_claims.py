@@ -31,7 +31,11 @@ def test_claims_again_when_the_last_held_job_starts():
             gate.wait(30)
 
     worker = Worker(
-        queue, name, handler, batch_size=4, batch_concurrency=2,
+        queue,
+        name,
+        handler,
+        batch_size=4,
+        batch_concurrency=2,
         poll_interval=timedelta(milliseconds=20),
     )
     try:

@@ -45,17 +45,20 @@ class Command(BaseCommand):
         parser.add_argument("--repeat", type=int, default=20)
         parser.add_argument("--budget-ms", type=float, default=10.0)
         parser.add_argument(
-            "--as-of-newest", action="store_true",
+            "--as-of-newest",
+            action="store_true",
             help="read as of the newest job's creation, not now: a table filled earlier "
-                 "(filljobs) then has its recent minutes as busy as when it was filled")
+            "(filljobs) then has its recent minutes as busy as when it was filled",
+        )
 
-    def handle(self, *args, repeat: int, budget_ms: float, as_of_newest: bool,
-               **options) -> None:
+    def handle(self, *args, repeat: int, budget_ms: float, as_of_newest: bool, **options) -> None:
         jobs = sum(n for counts in counts_by_queue().values() for n in counts.values())
         now = Job.objects.aggregate(at=Max("created_at"))["at"] if as_of_newest else None
-        self.stdout.write(f"{connection.vendor}: {jobs:,} jobs; overview database time, "
-                          f"{repeat} reads after one warm-up"
-                          + (f", as of {now:%Y-%m-%d %H:%M:%S}" if now else ""))
+        self.stdout.write(
+            f"{connection.vendor}: {jobs:,} jobs; overview database time, "
+            f"{repeat} reads after one warm-up"
+            + (f", as of {now:%Y-%m-%d %H:%M:%S}" if now else "")
+        )
         over = []
         for label, cache in (("page", None), ("live aggregator", stats.MinuteCache())):
             reads = []

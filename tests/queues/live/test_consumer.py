@@ -61,11 +61,9 @@ def test_a_staff_session_receives_the_overview_after_a_job_changes_state():
         connected, _ = await communicator.connect()
         assert connected
         try:
-            html = await _receive_until(
-                communicator, lambda h: _cell(h, queue, "Pending") == "1"
-            )
+            html = await _receive_until(communicator, lambda h: _cell(h, queue, "Pending") == "1")
             assert 'id="overview-live"' in html
-            assert 'hx-swap-oob' not in html  # each top-level element with an id is swapped
+            assert "hx-swap-oob" not in html  # each top-level element with an id is swapped
             assert "csrfmiddlewaretoken" not in html  # the page's header token is used
             # The state change: the job is claimed (Pending -> Running) by a worker.
             claimed = await _in_thread(lambda: engine.dequeue(queue, DequeueOptions.batch(1)))
@@ -107,8 +105,7 @@ def test_a_connection_without_a_staff_session_is_refused(who):
     user = {
         "anonymous": lambda: None,
         "not staff": lambda: User.objects.create_user("plain"),
-        "inactive staff": lambda: User.objects.create_user("gone", is_staff=True,
-                                                           is_active=False),
+        "inactive staff": lambda: User.objects.create_user("gone", is_staff=True, is_active=False),
     }[who]()
     assert _connects(_headers(user)) is False
 
