@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
@@ -32,6 +33,13 @@ SCAN_ORDER = [
     JobStatus.ARCHIVED,
 ]
 SEARCH_WINDOW = 2_000
+#: MySQL/MariaDB store JSON as LONGTEXT, read row by row from the clustered index: on a table
+#: larger than the buffer pool, 2,000 rows per status took over half a second (1M jobs).
+MYSQL_SEARCH_WINDOW = 500
+
+
+def search_window() -> int:
+    return MYSQL_SEARCH_WINDOW if connection.vendor == "mysql" else SEARCH_WINDOW
 
 
 @dataclass
@@ -119,18 +127,19 @@ def list_jobs(
     # Python's order (MariaDB's UUID type compares the last group of digits first), so the
     # cursor's `id <` continues exactly where the page stopped.
     found = list(Job.objects.filter(id__in=candidates).order_by("-created_at", "-id")[: size + 1])
-    page = JobPage(found[:size], search_window=SEARCH_WINDOW if flt.search else 0)
+    page = JobPage(found[:size], search_window=search_window() if flt.search else 0)
     if len(found) > size:
         page.next_cursor = encode_cursor(page.jobs[-1])
     return page
 
 
 def _searched(rows, flt: JobFilter, status: str):
-    """Payload text search over the newest SEARCH_WINDOW jobs of this status."""
+    """Payload text search over the newest `search_window()` jobs of this status."""
+    window = search_window()
     floor = (
         Job.objects.filter(queue_name=flt.queue, status=status)
         .order_by("-created_at")
-        .values_list("created_at", flat=True)[SEARCH_WINDOW : SEARCH_WINDOW + 1]
+        .values_list("created_at", flat=True)[window : window + 1]
     )
     floor = list(floor)
     if floor:
