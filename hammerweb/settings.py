@@ -97,6 +97,13 @@ elif _db["ENGINE"].endswith("mysql"):
         "COLLATION": "utf8mb4_unicode_ci",
     }
 else:
+    # The engine's claim and completion statements run on server-binding cursors
+    # (queues.engine.dialects); with a threshold psycopg prepares each after that many runs,
+    # so PostgreSQL plans them once per connection. Django's own (client-binding) cursors
+    # never prepare. Behind a transaction-mode pooler without prepared-statement support
+    # (PgBouncer < 1.21, or max_prepared_statements = 0) set HAMMERWEB_PG_PREPARE=off.
+    if os.environ.get("HAMMERWEB_PG_PREPARE", "on") != "off":
+        _db.setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
     _db["TEST"] = {"NAME": f"test_{_db['NAME']}{_suffix}"}
 
 if os.environ.get("HAMMERWEB_USE_TEST_DB") == "1":

@@ -20,7 +20,7 @@ from .clock import SYSTEM_CLOCK, SystemClock
 from .counts import counts_by_queue
 from .engine import dialect_for
 from .engine.graph import Change, Graph
-from .enums import FAILURE_STATUSES, JobStatus, PartialFailureMode
+from .enums import FAILURE_STATUSES, JobStatus
 from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, JobBatch, JobGroup
 from .models import Batch, Job, JobDependency, QueuePause
@@ -258,34 +258,69 @@ class JobQueue:
 
         Returns STARTED, LOST (the claim is no longer this run's), RELEASED or CANCELLED.
         """
-        run = self._run(job)
-        if run is None:
-            return LOST
+        return self.finish_and_start_runs([], [job])[1][0]
+
+    def finish_and_start_runs(
+        self, finished: Sequence[tuple[Job, JobOutcome]], starting: Sequence[Job]
+    ) -> tuple[list[RecordedOutcome | None], list[str]]:
+        """What a batch worker writes between jobs, in one transaction: the outcomes of the
+        runs it finished (as `finish_job_runs`), then the start of the held jobs it takes
+        next (as `start_claimed_run`). A job started here starts when the previous ones
+        ended, and sees their effects (a fail-fast batch failed by one of them)."""
+        for _, outcome in finished:
+            check_outcome(outcome)
+        if not finished and not starting:
+            return [], []
         now = self.now()
-        if not run.update(started_at=now, last_heartbeat_at=now):
-            return LOST
-        job.started_at = job.last_heartbeat_at = now
-        if self.is_queue_paused(job.queue_name):
-            return RELEASED if self.release_job_run(job) else LOST
-        if job.batch_id:
-            batch = (
-                Batch.objects.using(self.using)
-                .filter(id=job.batch_id)
-                .values_list("failure_mode", "status")
+        outcomes = [outcome for _, outcome in finished]
+        count = len(finished)
+
+        def write(jobs: list[Job]):
+            recorded = self._record_many(list(zip(jobs[:count], outcomes, strict=True)), now)
+            return recorded, self._start_many(jobs[count:], now)
+
+        return self._on_copies([*(job for job, _ in finished), *starting], write)
+
+    def _start_many(self, jobs: list[Job], now: datetime) -> list[str]:
+        answers = [LOST] * len(jobs)
+        by_token: dict[UUID, list[UUID]] = {}
+        for job in jobs:
+            if job.run_token is not None:
+                by_token.setdefault(job.run_token, []).append(job.id)
+        started: dict[UUID, tuple[bool, bool]] = {}
+        for token, ids in by_token.items():
+            started.update(self.dialect.start_runs(ids, token, now))
+        failed_batches = {
+            job.batch_id for job in jobs if job.id in started and started[job.id][1]
+        }
+        errors = self._fail_fast_errors(failed_batches)
+        for i, job in enumerate(jobs):
+            if job.id not in started:
+                continue
+            paused, batch_failed = started[job.id]
+            job.started_at = job.last_heartbeat_at = now
+            if paused:
+                answers[i] = RELEASED if self.release_job_run(job) else LOST
+            elif batch_failed:
+                recorded = self._record(job, JobOutcome.cancelled(errors[job.batch_id]), now)
+                answers[i] = CANCELLED if recorded else LOST
+            else:
+                answers[i] = STARTED
+        return answers
+
+    def _fail_fast_errors(self, batch_ids: set[UUID]) -> dict[UUID, str]:
+        """{batch: the error its held jobs fail with} for fail-fast batches that failed."""
+        errors = {}
+        for batch_id in sorted(batch_ids, key=str):
+            first = (
+                self._jobs()
+                .filter(batch_id=batch_id, status__in=list(FAILURE_STATUSES))
+                .exclude(error_message__startswith="Batch failed")
+                .values_list("id", flat=True)
                 .first()
             )
-            if batch and batch[0] == PartialFailureMode.FAIL_FAST and batch[1] == "Failed":
-                first = (
-                    self._jobs()
-                    .filter(batch_id=job.batch_id, status__in=list(FAILURE_STATUSES))
-                    .exclude(error_message__startswith="Batch failed")
-                    .values_list("id", flat=True)
-                    .first()
-                )
-                error = f"Batch failed: job {first} failed (fail-fast mode)"
-                recorded = self.finish_job_run(job, JobOutcome.cancelled(error))
-                return CANCELLED if recorded else LOST
-        return STARTED
+            errors[batch_id] = f"Batch failed: job {first} failed (fail-fast mode)"
+        return errors
 
     def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:
         """Record the outcome of `job`'s run, if it is still Running this run."""
@@ -300,17 +335,8 @@ class JobQueue:
     ) -> list[RecordedOutcome | None]:
         """Record many runs' outcomes in one transaction: what a batch worker does with the
         jobs it finished. Plain completions (no result, batch, workflow or schedule) are
-        written with one locking read and one UPDATE per claim; the rest one by one."""
-        for _, outcome in finished:
-            check_outcome(outcome)
-        if not finished:
-            return []
-        now = self.now()
-        outcomes = [outcome for _, outcome in finished]
-        return self._on_copies(
-            [job for job, _ in finished],
-            lambda jobs: self._record_many(list(zip(jobs, outcomes, strict=True)), now),
-        )
+        written with one statement per claim; the rest one by one."""
+        return self.finish_and_start_runs(finished, [])[0]
 
     def _on_copies(self, jobs: list[Job], write):
         return on_copies(jobs, write, self._atomic)
@@ -322,42 +348,18 @@ class JobQueue:
             job, outcome = finished[index]
             if job.run_token is not None:  # else recorded already, under another index
                 results[index] = self._record(job, outcome, now)
-        completed: list[UUID] = []
         for token, indexes in plain.items():
             ids = [finished[i][0].id for i in indexes]
-            # Lock this run's rows first: the UPDATE then writes exactly the rows the lock
-            # found still Running this run, and a stale run among them gets None.
-            still = set(
-                self._jobs()
-                .select_for_update()
-                .filter(id__in=ids, status=JobStatus.RUNNING, run_token=token)
-                .values_list("id", flat=True)
-            )
-            if not still:
-                continue
-            self._jobs().filter(id__in=still).update(
-                status=JobStatus.COMPLETED,
-                completed_at=now,
-                result=None,
-                run_token=None,
-                lease_expires_at=None,
-            )
+            written = dict(self.dialect.complete_runs(ids, token, now))
             for i in indexes:
                 job = finished[i][0]
-                if job.id in still:
-                    job.status, job.completed_at = JobStatus.COMPLETED, now
-                    job.run_token = job.lease_expires_at = None
-                    results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
-                    completed.append(job.id)
-        if completed:
-            parents = set(
-                JobDependency.objects.using(self.using)
-                .filter(parent_id__in=completed)
-                .values_list("parent_id", flat=True)
-            )
-            for i, (job, _) in enumerate(finished):
-                if job.id in parents and results[i] is not None:
-                    results[i].unblocked = self._graph.release_dependents(job.id)
+                if job.id not in written:
+                    continue  # a stale run: its answer stays None
+                job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
+                job.run_token = job.lease_expires_at = None
+                results[i] = recorded = RecordedOutcome(status=JobStatus.COMPLETED)
+                if written[job.id]:
+                    recorded.unblocked = self._graph.release_dependents(job.id)
         return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:

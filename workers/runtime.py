@@ -3,7 +3,7 @@ that start and run the held jobs `batch_concurrency` at a time, and a heartbeat 
 the lease of every held or running job.
 
 Who owns what: a claimed job is in `held` until a slot takes it, then in `running` until
-its outcome is written; both are guarded by `cond`. One throttle permit and one token of
+its outcome is written; both are guarded by `lock`. One throttle permit and one token of
 each rate limiter go with a job from its claim; the permit comes back when the job is done
 with, the tokens only if it was not run.
 """
@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from dataclasses import dataclass, field
 
 from django.db import connection
 
@@ -33,6 +34,16 @@ logger = logging.getLogger("workers")
 FRESH_START = 0.05
 
 
+@dataclass
+class Request:
+    """A slot's request to the writer: an outcome to record, a held job to start, or both."""
+
+    finished: tuple[Job, JobOutcome] | None
+    start: Job | None
+    written: threading.Event = field(default_factory=threading.Event)
+    answer: str | None = None  # what the start did (None: the database was gone)
+
+
 class WorkerRun:
     def __init__(self, worker, stop: threading.Event, force: threading.Event) -> None:
         self.worker = worker
@@ -42,11 +53,20 @@ class WorkerRun:
         self.tokens = "run_token" in inspect.signature(self.queue.dequeue).parameters
         self.stop = stop
         self.force = force
-        self.cond = threading.Condition()
+        # One lock guards `held`, `running`, `outbox` and `stopping`; each kind of waiter has
+        # its own condition, so a notification wakes only the threads it concerns (a job
+        # finishing must not wake ten idle slots).
+        self.lock = threading.Lock()
+        self.work = threading.Condition(self.lock)  # slots: a held job to take
+        self.room = threading.Condition(self.lock)  # poller, shutdown: capacity, running
+        self.requests = threading.Condition(self.lock)  # writer: the outbox
+        self.stopped = threading.Event()
         self.held: deque[Job] = deque()
         self.running: dict = {}
-        # Outcomes waiting for the writer; their jobs stay in `running` until written.
-        self.outbox: list[tuple[Job, JobOutcome, threading.Event]] = []
+        # Of `running`, the jobs whose outcome waits for the writer: done with their slot.
+        self.finishing = 0
+        # Requests waiting for the writer; their jobs stay in `running` until written.
+        self.outbox: list[Request] = []
         self.stopping = False
         self.finished = threading.Event()
         self.loop = EventLoop()
@@ -86,16 +106,21 @@ class WorkerRun:
                 close_connection(self.using)
 
     def _watch(self) -> None:
-        """Turn the caller's stop (or force) into a wake-up of whoever waits on `cond`."""
+        """Turn the caller's stop (or force) into a wake-up of every waiter."""
         while not (self.stop.wait(0.05) or self.force.is_set()):
             if self.finished.is_set():
                 return
-        with self.cond:
+        self._set_stopping()
+
+    def _set_stopping(self) -> None:
+        with self.lock:
             self.stopping = True
-            self.cond.notify_all()
+            self.stopped.set()
+            for condition in (self.work, self.room, self.requests):
+                condition.notify_all()
 
     def _in_flight(self) -> list[Job]:
-        with self.cond:
+        with self.lock:
             return [*self.held, *self.running.values()]
 
     def _capacity(self) -> int:
@@ -103,27 +128,30 @@ class WorkerRun:
         # again: batches stay large and the slots do not wait for a claim.
         if self.held:
             return 0
-        return self.worker.batch_size - len(self.running)
+        # Jobs only waiting for their outcome's write leave within a write: counting them
+        # would make the claims that come while they wait too small to refill the batch.
+        return self.worker.batch_size - len(self.running) + self.finishing
 
     # Claims -----------------------------------------------------------------------------
     def _poll(self) -> None:
         poll = self.worker.poll_interval.total_seconds()
         while True:
-            with self.cond:
+            with self.lock:
                 while not self.stopping and self._capacity() <= 0:
-                    self.cond.wait()
+                    self.room.wait()
                 if self.stopping:
                     return
                 wanted = self._capacity()
             asked, got = self._claim(wanted)
             if got and got == asked:
                 continue  # maybe more where these came from
-            with self.cond:
+            with self.lock:
                 if self.worker.burst and asked and not got and not self._in_flight_count():
                     logger.info("queue %s is empty", self.worker.queue_name)
                     return
-                if not self.stopping:
-                    self.cond.wait(poll)
+            # The queue had less than asked for: claim again after the poll interval (not
+            # at each job's end, which would poll an empty queue once per job).
+            self.stopped.wait(poll)
 
     def _in_flight_count(self) -> int:
         return len(self.held) + len(self.running)
@@ -155,10 +183,10 @@ class WorkerRun:
             for job in jobs:
                 job.claimed_at_monotonic = claimed_at
             logger.debug("claimed %d jobs from %s", len(jobs), self.worker.queue_name)
-            with self.cond:
+            with self.lock:
                 self.held.extend(jobs)
                 self.stats.add(held=len(jobs))
-                self.cond.notify_all()
+                self.work.notify(len(jobs))
         return n, len(jobs)
 
     def _claimer(self, n: int):
@@ -202,20 +230,19 @@ class WorkerRun:
 
     # Slots ------------------------------------------------------------------------------
     def _slot(self) -> None:
+        """Take a held job, run it, and hand its outcome to the writer together with the
+        next held job to start: one transaction records the end of one job and the start of
+        the next, so a busy slot costs no start marker of its own."""
         try:
+            job = None
             while True:
-                with self.cond:
-                    while not self.stopping and not self.held:
-                        self.cond.wait()
-                    if self.stopping:
+                if job is None:
+                    job = self._take(wait=True)
+                    if job is None:
                         return
-                    job = self.held.popleft()
-                    self.running[job.id] = job
-                    self.stats.add(held=-1, running=1)
-                    if not self.held:
-                        # The poller claims again once every held job has started: wake
-                        # it, or it waits for a job to finish (forever, if none does).
-                        self.cond.notify_all()
+                    if not self._fresh(job):
+                        job = self._started(self._request(start=job))
+                        continue
                 outcome = None
                 try:
                     outcome = self._process(job)
@@ -224,43 +251,87 @@ class WorkerRun:
                     self._refund(1)  # still Running: the reaper takes it back
                 if outcome is None:
                     self._done([job])
-                else:
-                    # Wait for the write before the next job: a fail-fast batch must have
-                    # failed, and a sequential batch's previous job must have completed,
-                    # before this slot starts another. Slots waiting together share a write.
-                    written = threading.Event()
-                    with self.cond:
-                        self.outbox.append((job, outcome, written))
-                        self.cond.notify_all()
-                    written.wait()
+                    job = None
+                    continue
+                # Wait for the write before running the next job: a fail-fast batch must
+                # have failed, and a sequential batch's previous job must have completed,
+                # before this slot starts another. Slots waiting together share a write.
+                job = self._started(self._request(finished=(job, outcome), take_next=True))
         finally:
             connection.close()
 
-    def _done(self, jobs: list[Job]) -> None:
-        """The jobs are off this worker's hands: their permits go back."""
+    def _take(self, wait: bool) -> Job | None:
+        """The next held job, now running (None when stopping, or if none and not `wait`)."""
+        with self.lock:
+            while wait and not self.stopping and not self.held:
+                self.work.wait()
+            return self._take_locked()
+
+    def _take_locked(self) -> Job | None:
+        if self.stopping or not self.held:
+            return None
+        job = self.held.popleft()
+        self.running[job.id] = job
+        self.stats.add(held=-1, running=1)
+        if not self.held:
+            # The poller claims again once every held job has started: wake it, or it waits
+            # for a job to finish (forever, if none does).
+            self.room.notify_all()
+        return job
+
+    @staticmethod
+    def _fresh(job: Job) -> bool:
+        """Taken so soon after its claim that the claim's start time and pause check stand."""
+        age = time.monotonic() - getattr(job, "claimed_at_monotonic", 0)
+        return age < FRESH_START and job.batch_id is None
+
+    def _request(
+        self,
+        finished: tuple[Job, JobOutcome] | None = None,
+        start: Job | None = None,
+        take_next: bool = False,
+    ) -> Request:
+        """Hand the writer an outcome to record and/or a held job to start (with
+        `take_next`, the next held job, if any); wait for the write."""
+        with self.lock:
+            # Under one lock with the take: the poller, woken when the take empties `held`,
+            # must already count the finished job as finishing, or it claims too few.
+            if finished is not None:
+                self.finishing += 1
+            if take_next:
+                start = self._take_locked()
+            request = Request(finished, start)
+            self.outbox.append(request)
+            self.requests.notify()
+        request.written.wait()
+        return request
+
+    def _started(self, request: Request) -> Job | None:
+        """The job `request` started, or None (and its permit and tokens back) if it did not
+        start: its claim was lost, its queue paused, its fail-fast batch failed."""
+        job = request.start
+        if job is None or request.answer == STARTED:
+            return job
+        logger.info("held job %s not run: %s", job.id, request.answer or "database gone")
+        self.stats.add(not_run=1)
+        self._refund(1)  # on a lost database it stays Running: the reaper takes it back
+        self._done([job])
+        return None
+
+    def _done(self, jobs: list[Job], written: bool = False) -> None:
+        """The jobs are off this worker's hands: their permits go back. `written`: they were
+        finishing (their outcome went to the writer)."""
         self._release_permits(len(jobs))
-        with self.cond:
+        with self.lock:
             for job in jobs:
                 del self.running[job.id]
+            if written:
+                self.finishing -= len(jobs)
             self.stats.add(running=-len(jobs))
-            self.cond.notify_all()
+            self.room.notify_all()
 
-    def _process(self, job: Job) -> JobOutcome | None:
-        """Run `job`; its outcome, or None if it was not run."""
-        fresh = time.monotonic() - getattr(job, "claimed_at_monotonic", 0) < FRESH_START
-        if not (fresh and job.batch_id is None):
-            try:
-                started = self._db(
-                    lambda: self.queue.start_claimed_run(job), f"starting job {job.id}", self.force
-                )
-            except GaveUp:
-                self._refund(1)  # still Running: the reaper takes it back after its lease
-                return None
-            if started != STARTED:
-                logger.info("held job %s not run: %s", job.id, started)
-                self.stats.add(not_run=1)
-                self._refund(1)
-                return None
+    def _process(self, job: Job) -> JobOutcome:
+        """Run `job` (started already); its outcome."""
         timeout = job.timeout or self.worker.default_timeout
         outcome = execute(self.worker.handler, job, timeout, self.loop)
         try:
@@ -271,14 +342,14 @@ class WorkerRun:
 
     # Outcomes ---------------------------------------------------------------------------
     def _write_outcomes(self) -> None:
-        """Write waiting outcomes, all of them in one transaction: while one write is in
-        flight the next outcomes gather, so a busy worker writes many per transaction and
+        """Write waiting requests, all of them in one transaction: while one write is in
+        flight the next requests gather, so a busy worker writes many per transaction and
         an idle one writes each at once."""
         try:
             while True:
-                with self.cond:
+                with self.lock:
                     while not self.outbox and not self.finished.is_set():
-                        self.cond.wait(0.1)
+                        self.requests.wait(0.1)
                     if not self.outbox:
                         return
                     batch, self.outbox = self.outbox, []
@@ -286,21 +357,21 @@ class WorkerRun:
         finally:
             connection.close()
 
-    def _write(self, waiting: list[tuple[Job, JobOutcome, threading.Event]]) -> None:
-        batch = [(job, outcome) for job, outcome, _ in waiting]
+    def _write(self, requests: list[Request]) -> None:
+        finished = [r.finished for r in requests if r.finished is not None]
+        starting = [r.start for r in requests if r.start is not None]
+        what = f"finishing {len(finished)} and starting {len(starting)} jobs"
         try:
-            recorded = self._db(
-                lambda: self.queue.finish_job_runs(batch),
-                f"finishing {len(batch)} jobs",
-                self.force,
+            recorded, answers = self._db(
+                lambda: self.queue.finish_and_start_runs(finished, starting), what, self.force
             )
         except GaveUp:
-            logger.warning("%d jobs ran but their outcomes were not written", len(batch))
-            recorded = [None] * len(batch)
-            written = False
+            if finished:
+                logger.warning("%d jobs ran but their outcomes were not written", len(finished))
+            recorded, answers, written = [None] * len(finished), [None] * len(starting), False
         else:
             written = True
-        for (job, outcome), result in zip(batch, recorded, strict=True):
+        for (job, outcome), result in zip(finished, recorded, strict=True):
             if not written:
                 continue
             self.stats.add(processed=1)
@@ -310,18 +381,21 @@ class WorkerRun:
                 self.stats.add(completed=1)
             else:
                 self.stats.add(failed=1)
-        self._done([job for job, _ in batch])
-        for _, _, written in waiting:
-            written.set()
+        if finished:
+            self._done([job for job, _ in finished], written=True)
+        answer = iter(answers)
+        for request in requests:
+            if request.start is not None:
+                request.answer = next(answer)
+            request.written.set()
 
     # Shutdown ---------------------------------------------------------------------------
     def _shut_down(self) -> None:
-        with self.cond:
-            self.stopping = True
+        self._set_stopping()
+        with self.lock:
             unstarted = list(self.held)
             self.held.clear()
             self.stats.add(held=-len(unstarted))
-            self.cond.notify_all()
         for job in unstarted:
             try:
                 self._db(
@@ -335,12 +409,12 @@ class WorkerRun:
         if unstarted:
             logger.info("released %d unstarted jobs of %s", len(unstarted), self.worker.queue_name)
         deadline = time.monotonic() + self.worker.shutdown_grace_period.total_seconds()
-        with self.cond:
+        with self.lock:
             while self.running and not self.force.is_set():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                self.cond.wait(min(left, 0.1))
+                self.room.wait(min(left, 0.1))
             if self.running:
                 logger.warning(
                     "%d jobs of %s still running at exit; their leases will expire",

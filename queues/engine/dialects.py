@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
 
 from django.db import DatabaseError, OperationalError, connections, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 
 from ..enums import JobStatus
 from ..exceptions import UnsupportedDatabase
 from ..models import Job
-from ..sql import queries_for
+from ..sql import queries_for, statements
 from .rows import RowReader
 
 # Transient lock conflicts worth retrying the whole transaction for.
@@ -28,7 +31,9 @@ class Dialect:
     def __init__(self, using: str) -> None:
         self.using = using
         self.queries = queries_for(self.vendor)
+        self.statements = {name: statements(sql) for name, sql in self.queries.items()}
         self._reader: RowReader | None = None
+        self._uuid_converters: list | None = None
 
     @property
     def connection(self):
@@ -41,6 +46,10 @@ class Dialect:
             self._reader = RowReader(self.connection)
         return self._reader
 
+    def cursor(self):
+        """A cursor for the catalogue's statements (with Django's error wrapping)."""
+        return self.connection.cursor()
+
     # Parameters -------------------------------------------------------------------------
     def dt(self, value: datetime | None):
         return self.connection.ops.adapt_datetimefield_value(value)
@@ -50,6 +59,20 @@ class Dialect:
             return None
         value = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
         return Job._meta.get_field("run_token").get_db_prep_value(value, self.connection)
+
+    def uuids(self, values: Sequence[uuid.UUID]):
+        """A list of ids as one parameter (`= ANY(%(ids)s)`, `IN %(ids)s`, `json_each`)."""
+        return [self.uuid(value) for value in values]
+
+    def read_uuid(self, value) -> uuid.UUID | None:
+        """An id or token column of a raw row, as the ORM would read it."""
+        if self._uuid_converters is None:
+            self._uuid_converters = Job._meta.get_field("run_token").get_db_converters(
+                self.connection
+            )
+        for convert in self._uuid_converters:
+            value = convert(value, None, self.connection)
+        return _as_uuid(value)
 
     # Transactions -----------------------------------------------------------------------
     def is_retryable(self, exc: DatabaseError) -> bool:
@@ -71,7 +94,7 @@ class Dialect:
 
     # Queries ----------------------------------------------------------------------------
     def claimable_levels(self, queue: str, now: datetime) -> list[int]:
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(self.queries["claimable_levels"], {"queue": queue, "now": self.dt(now)})
             return [int(row[0]) for row in cursor.fetchall()]
 
@@ -96,26 +119,48 @@ class Dialect:
         if priority is not None:
             params["priority"] = priority
             name = "claim_batch_at_level"
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(self.queries[name], params)
             return self.reader.read(cursor.description, cursor.fetchall())
 
     def lock_expired_leases(self, now: datetime, queue: str | None, limit: int):
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(
                 self.queries["lock_expired_leases"],
                 {"now": self.dt(now), "queue": queue, "limit": limit},
             )
             rows = cursor.fetchall()
-        field = Job._meta.get_field("run_token")
-        convert = field.get_db_converters(self.connection)
-        out = []
-        for job_id, token in rows:
-            for c in convert:
-                job_id = c(job_id, None, self.connection)
-                token = c(token, None, self.connection)
-            out.append((_as_uuid(job_id), _as_uuid(token)))
-        return out
+        return [(self.read_uuid(job_id), self.read_uuid(token)) for job_id, token in rows]
+
+    def complete_runs(
+        self, ids: Sequence[uuid.UUID], token: uuid.UUID, now: datetime
+    ) -> list[tuple[uuid.UUID, bool]]:
+        """Complete the plain runs `ids` of claim `token` (inside the caller's transaction):
+        (id, has dependents) of each run that was still this claim's."""
+        rows = self._write_runs("complete_runs", ids, token, now)
+        return [(self.read_uuid(job_id), bool(dependents)) for job_id, dependents in rows]
+
+    def start_runs(
+        self, ids: Sequence[uuid.UUID], token: uuid.UUID, now: datetime
+    ) -> dict[uuid.UUID, tuple[bool, bool]]:
+        """Record the start of the held runs `ids` of claim `token` (inside the caller's
+        transaction): {id: (its queue is paused, its fail-fast batch failed)} of each run
+        that was still this claim's."""
+        rows = self._write_runs("start_runs", ids, token, now)
+        return {
+            self.read_uuid(job_id): (bool(paused), bool(batch_failed))
+            for job_id, paused, batch_failed in rows
+        }
+
+    def _write_runs(self, name: str, ids, token, now) -> list:
+        params = {"ids": self.uuids(ids), "token": self.uuid(token), "now": self.dt(now)}
+        rows: list = []
+        with self.cursor() as cursor:
+            for sql in self.statements[name]:
+                cursor.execute(sql, params)
+                if cursor.description is not None:
+                    rows = cursor.fetchall()
+        return rows
 
 
 def _as_uuid(value):
@@ -125,6 +170,19 @@ def _as_uuid(value):
 class PostgresDialect(Dialect):
     vendor = "postgresql"
 
+    def cursor(self):
+        # Django's cursors bind parameters client-side, so every execution is parsed and
+        # planned anew. The catalogue's statements are few and run thousands of times a
+        # second, so they get a server-binding cursor: with the connection's
+        # `prepare_threshold` set (OPTIONS; Django leaves it off for the sake of
+        # transaction-mode poolers) psycopg prepares each after a few runs. Wrapped in
+        # Django's CursorWrapper: the same error translation and broken-transaction checks.
+        import psycopg
+
+        connection = self.connection
+        connection.ensure_connection()
+        return CursorWrapper(psycopg.Cursor(connection.connection), connection)
+
     def is_retryable(self, exc: DatabaseError) -> bool:
         cause = exc.__cause__
         return getattr(cause, "sqlstate", None) in _PG_RETRYABLE
@@ -132,6 +190,10 @@ class PostgresDialect(Dialect):
 
 class SQLiteDialect(Dialect):
     vendor = "sqlite"
+
+    def uuids(self, values):
+        # SQLite has no array parameter: the catalogue reads the list with json_each.
+        return json.dumps(super().uuids(values))
 
     def is_retryable(self, exc: DatabaseError) -> bool:
         # The busy timeout already waited; a lock that outlived it is worth one more go.
@@ -152,7 +214,7 @@ class MySQLDialect(Dialect):
         if priority is not None:
             params["priority"] = priority
             name = "claim_batch_at_level"
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(self.queries[name], params)
             jobs = self.reader.read(cursor.description, cursor.fetchall())
         if not jobs:

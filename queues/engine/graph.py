@@ -69,7 +69,9 @@ class Graph:
             .exclude(parent__status=JobStatus.COMPLETED)
             .values_list("job_id", flat=True)
         )
-        ready = [job_id for job_id in waiting if job_id not in blocked]
+        # Sorted here: MariaDB orders its native UUIDs by their last group first, and every
+        # queue must answer in the same order.
+        ready = sorted(job_id for job_id in waiting if job_id not in blocked)
         if ready:
             self._jobs().filter(id__in=ready).update(dependency_status=DependencyStatus.SATISFIED)
         return ready

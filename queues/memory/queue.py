@@ -223,6 +223,17 @@ class TestQueue:
             self._atomic,
         )
 
+    def finish_and_start_runs(
+        self, finished: Sequence[tuple[Job, JobOutcome]], starting: Sequence[Job]
+    ) -> tuple[list[RecordedOutcome | None], list[str]]:
+        """`finish_job_runs`, then `start_claimed_run` of each of `starting`, at once (as
+        `JobQueue.finish_and_start_runs` does in one transaction)."""
+        for _, outcome in finished:
+            check_outcome(outcome)
+        with self._lock:
+            recorded = self.finish_job_runs(finished)
+            return recorded, [self.start_claimed_run(job) for job in starting]
+
     def _atomic[T](self, work: Callable[[], T]) -> T:
         with self._lock:
             return work()

@@ -53,6 +53,36 @@ ORDER BY lease_expires_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
+-- name: complete_runs
+-- Plain completions (no result, batch, workflow or schedule) of one claim. Without
+-- UPDATE ... RETURNING, the locking read says which rows are still this run's (and whether
+-- each has dependents to release); the UPDATE then writes exactly those rows, since no one
+-- else can change them until this transaction ends.
+SELECT j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
+FROM queues_job j
+WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
+FOR UPDATE
+-- statement
+UPDATE queues_job
+SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NULL,
+    lease_expires_at = NULL
+WHERE id IN %(ids)s AND status = 'Running' AND run_token = %(token)s
+
+-- name: start_runs
+-- The start marker of held jobs of one claim, fenced; the locking read names the runs still
+-- this run's (see complete_runs), and for each whether its queue is paused and whether its
+-- fail-fast batch has failed (then it must not run).
+SELECT j.id,
+    EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name),
+    EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
+            AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
+FROM queues_job j
+WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
+FOR UPDATE
+-- statement
+UPDATE queues_job SET started_at = %(now)s, last_heartbeat_at = %(now)s
+WHERE id IN %(ids)s AND status = 'Running' AND run_token = %(token)s
+
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by row triggers in the same transaction as
 -- every change of a job's status. Each connection adds to its own shard (its connection id

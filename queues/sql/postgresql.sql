@@ -66,6 +66,35 @@ ORDER BY lease_expires_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
+-- name: complete_runs
+-- Plain completions (no result, batch, workflow or schedule) of one claim, in one statement:
+-- the fence (id, Running, this run's token) decides which rows are still this run's, the
+-- row locks the UPDATE takes hold off a concurrent reaper (it skips locked rows) and make a
+-- concurrent fenced write wait and then miss. RETURNING names the rows written and whether
+-- each has dependents to release, so a batch of completions costs no second read.
+-- `status || ''` keeps the planner on the primary key: compared bare, `status = 'Running'`
+-- lets it AND the ids with a scan of the Running (lease) index, which holds an entry for
+-- every Running row version not yet vacuumed, thousands on a busy table.
+UPDATE queues_job AS j
+SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NULL,
+    lease_expires_at = NULL
+WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running' AND j.run_token = %(token)s
+RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
+
+-- name: start_runs
+-- The start marker of held jobs of one claim (the worker's slots took them): the actual
+-- start time, fenced like every write of a run, on the primary key only (see
+-- complete_runs). RETURNING names the runs still this run's, and for each whether its queue
+-- is paused and whether its fail-fast batch has failed (then it must not run): the common
+-- case costs this one statement.
+UPDATE queues_job AS j
+SET started_at = %(now)s, last_heartbeat_at = %(now)s
+WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running' AND j.run_token = %(token)s
+RETURNING j.id,
+    EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name),
+    EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
+            AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
+
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by triggers in the same transaction as every
 -- change of a job's status (whoever makes it: the engine, the admin, plain SQL). Statement

@@ -61,6 +61,28 @@ WHERE status = 'Running' AND lease_expires_at < %(now)s
 ORDER BY lease_expires_at
 LIMIT %(limit)s
 
+-- name: complete_runs
+-- Plain completions (no result, batch, workflow or schedule) of one claim, in one statement
+-- (the ids come as a JSON array). RETURNING names the rows still this run's and whether each
+-- has dependents to release.
+UPDATE queues_job
+SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NULL,
+    lease_expires_at = NULL
+WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND status = 'Running'
+  AND run_token = %(token)s
+RETURNING id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = queues_job.id)
+
+-- name: start_runs
+-- The start marker of held jobs of one claim, fenced; RETURNING names the runs still ours,
+-- and for each whether its queue is paused and whether its fail-fast batch has failed.
+UPDATE queues_job SET started_at = %(now)s, last_heartbeat_at = %(now)s
+WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND status = 'Running'
+  AND run_token = %(token)s
+RETURNING id,
+    EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = queues_job.queue_name),
+    EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = queues_job.batch_id
+            AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
+
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by row triggers in the same transaction as
 -- every change of a job's status. SQLite has one writer at a time, so one shard is enough.

@@ -223,6 +223,24 @@ class Twins:
         )
         assert db == mem
 
+    def handover(self) -> None:
+        """Outcomes and starts in one call, as a worker's slot hands them in."""
+        if not self.runs:
+            return
+        picked = self.rng.choices(self.runs, k=self.rng.randint(0, 3))
+        starting = self.rng.choices(self.runs, k=self.rng.randint(1, 2))
+        outcomes = [self.rng.choice([JobOutcome.completed(), self.outcome()]) for _ in picked]
+        db, mem = self.both(
+            "finish_and_start_runs",
+            [(db, outcome) for (db, _), outcome in zip(picked, outcomes, strict=True)],
+            [db for db, _ in starting],
+            mem_args=(
+                [(mem, outcome) for (_, mem), outcome in zip(picked, outcomes, strict=True)],
+                [mem for _, mem in starting],
+            ),
+        )
+        assert db == mem
+
     def operator(self) -> None:
         if not self.ids:
             return
@@ -259,6 +277,7 @@ class Twins:
         weights = {
             "enqueue": 4, "workflow": 2, "batch": 2, "dequeue": 6, "finish": 5,
             "finish_many": 2, "release": 1, "heartbeat": 1, "heartbeat_many": 1, "start": 2,
+            "handover": 2,
             "advance": 3, "reap": 1, "pause": 1, "operator": 3, "refused": 1,
         }  # fmt: skip
         choice = rng.choices(list(weights), weights=list(weights.values()))[0]
@@ -272,6 +291,8 @@ class Twins:
             self.dequeue()
         elif choice == "finish":
             self.finish()
+        elif choice == "handover":
+            self.handover()
         elif choice == "release":
             self.run_call("release_job_run")
         elif choice == "heartbeat":

@@ -7,7 +7,19 @@ from datetime import timedelta
 
 import pytest
 
-from queues.api import DequeueOptions, Job, JobOutcome, JobStatus, RetryStrategy
+from queues.api import (
+    CANCELLED,
+    LOST,
+    RELEASED,
+    STARTED,
+    DequeueOptions,
+    Job,
+    JobBatch,
+    JobOutcome,
+    JobStatus,
+    PartialFailureMode,
+    RetryStrategy,
+)
 
 from .conftest import unique_queue
 
@@ -176,3 +188,48 @@ def test_finish_job_runs_records_many_at_once(queue):
         plain[3].id,
     }
     assert queue.finish_job_runs([]) == []
+
+
+# One write between two jobs (what a batch worker's slot hands in) ---------------------------
+def test_finish_and_start_runs_ends_one_job_and_starts_the_next_at_once(queue):
+    name = unique_queue("handover")
+    queue.enqueue_many([Job(queue_name=name, payload={"i": i}) for i in range(4)])
+    first, second, third, lost = queue.dequeue(name, DequeueOptions.batch(4))
+    assert queue.release_job_run(lost)
+    queue.clock.advance(timedelta(seconds=3))
+
+    recorded, answers = queue.finish_and_start_runs(
+        [(first, JobOutcome.completed()), (second, JobOutcome.failed("no"))], [third, lost]
+    )
+    assert [r.status for r in recorded] == [JobStatus.COMPLETED, JobStatus.PENDING]
+    assert answers == [STARTED, LOST]
+    stored = queue.get_job(third.id)
+    # The next job starts when the previous one ended: its wait is not counted as its run.
+    assert stored.started_at == queue.get_job(first.id).completed_at == queue.now()
+    assert third.started_at == stored.started_at, "the caller's job took the start time"
+    assert queue.get_job(lost.id).started_at is None, "a lost run was written"
+    assert queue.finish_and_start_runs([], []) == ([], [])
+
+
+def test_finish_and_start_runs_releases_in_a_paused_queue(queue):
+    name = unique_queue("handover_paused")
+    queue.enqueue_many([Job(queue_name=name) for _ in range(2)])
+    first, second = queue.dequeue(name, DequeueOptions.batch(2))
+    queue.pause_queue(name)
+    recorded, answers = queue.finish_and_start_runs([(first, JobOutcome.completed())], [second])
+    assert recorded[0].status == JobStatus.COMPLETED and answers == [RELEASED]
+    held = queue.get_job(second.id)
+    assert (held.status, held.attempts, held.started_at) == (JobStatus.PENDING, 0, None)
+
+
+def test_finish_and_start_runs_cancels_the_next_job_of_a_batch_the_first_failed(queue):
+    name = unique_queue("handover_failfast")
+    jobs = [Job(queue_name=name, max_attempts=1) for _ in range(3)]
+    batch_id = queue.enqueue_batch(JobBatch("b", jobs, PartialFailureMode.FAIL_FAST))
+    first, second = queue.dequeue(name, DequeueOptions.batch(2))
+    recorded, answers = queue.finish_and_start_runs([(first, JobOutcome.failed("boom"))], [second])
+    assert recorded[0].status == JobStatus.DEAD and answers == [CANCELLED]
+    cancelled = queue.get_job(second.id)
+    assert cancelled.status == JobStatus.FAILED
+    assert cancelled.error_message == f"Batch failed: job {first.id} failed (fail-fast mode)"
+    assert queue.get_batch_status(batch_id).failed_jobs == 3

@@ -70,8 +70,8 @@ def test_retrying_gives_up_when_told():
 def test_worker_carries_on_through_database_faults(caplog):
     failures = {
         "dequeue": 3,
-        "start_claimed_run": 2,
-        "finish_job_runs": 2,
+        # Every start marker and outcome goes through this one call.
+        "finish_and_start_runs": 4,
     }
     queue = FlakyQueue(failures)
     name = unique_queue("faults")

@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 from django.core.management import get_commands
@@ -174,8 +175,9 @@ def test_a_second_sigterm_forces_the_exit(runworker, tmp_path):
 
 def test_kill_9_mid_batch_then_the_reaper_loses_no_job(runworker, tmp_path):
     log, gate = tmp_path / "jobs.log", tmp_path / "gate"
-    # The first batch (the High jobs) runs through; the second one waits at the gate, two
-    # jobs running and two held, when the worker is killed.
+    # The first batch (the High jobs) runs through; of the second, two jobs wait at the gate
+    # and one or two more are held when the worker is killed (slots take their next job as
+    # they hand in an outcome, so a claim can come before every write is done and be small).
     first = enqueue_work(4, log, priority=JobPriority.HIGH)
     ids = first + enqueue_work(8, log, gate=gate)
     run = runworker(WORK_QUEUE, "--batch-size", "4", "--concurrency", "2", "--lease", "2")
@@ -184,7 +186,7 @@ def test_kill_9_mid_batch_then_the_reaper_loses_no_job(runworker, tmp_path):
     def mid_batch():
         counts = queue.get_job_counts_by_status(WORK_QUEUE)
         starts = [parts for parts in log_lines(log) if parts[0] == "start"]
-        return counts["Completed"] == 4 and counts["Running"] == 4 and len(starts) == 6
+        return counts["Completed"] == 4 and counts["Running"] >= 3 and len(starts) == 6
 
     wait_until(mid_batch, 30, "the worker never got mid-batch")
     run.proc.kill()
@@ -192,7 +194,9 @@ def test_kill_9_mid_batch_then_the_reaper_loses_no_job(runworker, tmp_path):
     gate.touch()
 
     interrupted = {j.id for j in Job.objects.filter(queue_name=WORK_QUEUE, status="Running")}
-    assert len(interrupted) == 4 and not interrupted & set(first)
+    started = {UUID(parts[1]) for parts in log_lines(log) if parts[0] == "start"}
+    assert len(interrupted) in (3, 4) and not interrupted & set(first)
+    assert len(interrupted & started) == 2, "two jobs were at the gate"
     # The reaper takes them back once their 2 s lease has expired (the reaper schedules
     # them at its own `now`, so a moved MockClock would hold them in the future).
     requeued: set = set()
@@ -220,7 +224,9 @@ def test_kill_9_mid_batch_then_the_reaper_loses_no_job(runworker, tmp_path):
         # A job interrupted by the kill counted that attempt, run or only held.
         assert job.attempts == (2 if job_id in interrupted else 1)
         assert done[str(job_id)] == 1, f"job {job_id} completed {done[str(job_id)]} times"
-    assert sorted(starts[str(job_id)] for job_id in interrupted) == [1, 1, 2, 2]
+    # The two at the gate ran again; the held ones ran once.
+    for job_id in interrupted:
+        assert starts[str(job_id)] == (2 if job_id in started else 1)
 
 
 def test_supervised_processes_restart_a_dead_child(runworker):

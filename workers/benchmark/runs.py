@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -37,58 +38,74 @@ def fill(queue: JobQueue, name: str, count: int) -> None:
     queue.enqueue_many(Job(queue_name=name, payload={"i": i}) for i in range(count))
 
 
+@contextmanager
+def scratch_queue(queue: JobQueue, prefix: str, count: int = 0):
+    """A fresh queue of `count` jobs, deleted afterwards: a measurement leaves no jobs
+    behind (claimed-only jobs would stay Running and slow every later figure)."""
+    name = fresh_queue(prefix)
+    try:
+        if count:
+            fill(queue, name, count)
+        yield name
+    finally:
+        Job.objects.using(queue.using).filter(queue_name=name).delete()
+
+
 def enqueue_rates(queue: JobQueue, count: int) -> list[Figure]:
-    name = fresh_queue("enqueue")
-    began = time.perf_counter()
-    for i in range(count):
-        queue.enqueue(Job(queue_name=name, payload={"i": i}))
-    one = Figure("enqueue", "enqueue (one by one)", count, time.perf_counter() - began)
-    name = fresh_queue("enqueue_many")
-    began = time.perf_counter()
-    fill(queue, name, count)
-    many = Figure("enqueue", "enqueue_many", count, time.perf_counter() - began)
+    with scratch_queue(queue, "enqueue") as name:
+        began = time.perf_counter()
+        for i in range(count):
+            queue.enqueue(Job(queue_name=name, payload={"i": i}))
+        one = Figure("enqueue", "enqueue (one by one)", count, time.perf_counter() - began)
+    with scratch_queue(queue, "enqueue_many") as name:
+        began = time.perf_counter()
+        fill(queue, name, count)
+        many = Figure("enqueue", "enqueue_many", count, time.perf_counter() - began)
     return [one, many]
 
 
 def claim_rate(queue: JobQueue, count: int, size: int) -> Figure:
     """Claims only, as in the seed: one at a time (size 1) or in batches."""
-    name = fresh_queue(f"claim{size}")
-    fill(queue, name, count)
-    options = DequeueOptions.batch(size)
-    claimed = 0
-    began = time.perf_counter()
-    while batch := queue.dequeue(name, options):
-        claimed += len(batch)
+    with scratch_queue(queue, f"claim{size}", count) as name:
+        options = DequeueOptions.batch(size)
+        claimed = 0
+        began = time.perf_counter()
+        while batch := queue.dequeue(name, options):
+            claimed += len(batch)
+        seconds = time.perf_counter() - began
     label = "single" if size == 1 else f"batch of {size}"
-    return Figure("claim", label, claimed, time.perf_counter() - began)
+    return Figure("claim", label, claimed, seconds)
 
 
 def claim_complete_rate(queue: JobQueue, count: int, size: int) -> Figure:
     """Hammerweb's claim-and-complete loop, the same loop the raw-SQL limit runs."""
-    name = fresh_queue(f"loop{size}")
-    fill(queue, name, count)
-    options = DequeueOptions.batch(size)
-    done = 0
-    began = time.perf_counter()
-    while batch := queue.dequeue(name, options):
-        queue.finish_job_runs([(job, JobOutcome.completed()) for job in batch])
-        done += len(batch)
-    return Figure("claim+complete", f"hammerweb, batch {size}", done, time.perf_counter() - began)
+    with scratch_queue(queue, f"loop{size}", count) as name:
+        options = DequeueOptions.batch(size)
+        done = 0
+        began = time.perf_counter()
+        while batch := queue.dequeue(name, options):
+            queue.finish_job_runs([(job, JobOutcome.completed()) for job in batch])
+            done += len(batch)
+        seconds = time.perf_counter() - began
+    return Figure("claim+complete", f"hammerweb, batch {size}", done, seconds)
 
 
 def raw_rate(count: int, size: int, queue: JobQueue) -> Figure:
-    name = fresh_queue(f"raw{size}")
-    fill(queue, name, count)
-    settings = connections[queue.using].settings_dict
-    done, seconds = RawLoop(connection.vendor, settings).run(name, size)
+    with scratch_queue(queue, f"raw{size}", count) as name:
+        settings = connections[queue.using].settings_dict
+        done, seconds = RawLoop(connection.vendor, settings).run(name, size)
     return Figure("claim+complete", f"raw SQL limit, batch {size}", done, seconds)
 
 
 def worker_rate(queue: JobQueue, count: int, label: str, size: int, concurrency: int) -> Figure:
+    with scratch_queue(queue, "worker", count) as name:
+        seconds = _run_worker(queue, name, count, size, concurrency)
+    return Figure("worker", label, count, seconds)
+
+
+def _run_worker(queue: JobQueue, name: str, count: int, size: int, concurrency: int) -> float:
     from workers.api import Worker
 
-    name = fresh_queue("worker")
-    fill(queue, name, count)
     worker = Worker(
         queue,
         name,
@@ -101,9 +118,16 @@ def worker_rate(queue: JobQueue, count: int, label: str, size: int, concurrency:
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
     began = time.perf_counter()
     thread.start()
-    while queue.get_job_counts_by_status(name)["Completed"] < count:
-        time.sleep(0.01)
+    # The worker's own tally, not a count query every few ms: the watching must not load
+    # the database it measures. The database confirms it once at the end.
+    while worker.stats.completed < count:
+        if not thread.is_alive():
+            raise RuntimeError("the benchmark worker stopped before finishing its jobs")
+        time.sleep(0.002)
     seconds = time.perf_counter() - began
     stop.set()
     thread.join()
-    return Figure("worker", label, count, seconds)
+    completed = queue.get_job_counts_by_status(name)["Completed"]
+    if completed != count:
+        raise RuntimeError(f"the worker reported {count} jobs done, the database {completed}")
+    return seconds
