@@ -12,7 +12,6 @@ from functools import cache
 
 from django.db import DatabaseError, OperationalError, connections, transaction
 from django.db.backends.utils import CursorWrapper
-from django.db.models import F
 
 from ..enums import JobStatus
 from ..exceptions import UnsupportedDatabase
@@ -217,16 +216,17 @@ class MySQLDialect(Dialect):
         with self.cursor() as cursor:
             cursor.execute(self.queries[name], params)
             jobs = self.reader.read(cursor.description, cursor.fetchall())
-        if not jobs:
-            return jobs
-        Job.objects.using(self.using).filter(id__in=[job.id for job in jobs]).update(
-            status=JobStatus.RUNNING,
-            attempts=F("attempts") + 1,
-            started_at=now,
-            last_heartbeat_at=now,
-            lease_expires_at=lease_expires_at,
-            run_token=token,
-        )
+            if not jobs:
+                return jobs
+            cursor.execute(
+                self.queries["mark_claimed"],
+                {
+                    "ids": self.uuids([job.id for job in jobs]),
+                    "now": self.dt(now),
+                    "lease_expires_at": self.dt(lease_expires_at),
+                    "token": self.uuid(token),
+                },
+            )
         for job in jobs:
             job.status = JobStatus.RUNNING
             job.attempts += 1

@@ -44,6 +44,14 @@ ORDER BY scheduled_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
+-- name: mark_claimed
+-- The second statement of a claim: marks the rows claim_batch locked (same transaction).
+UPDATE queues_job
+SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,
+    last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
+    run_token = %(token)s
+WHERE id IN %(ids)s
+
 -- name: lock_expired_leases
 -- Running jobs whose lease expired, locked for the reaper; SKIP LOCKED lets reapers overlap.
 SELECT id, run_token FROM queues_job

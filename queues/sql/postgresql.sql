@@ -56,6 +56,9 @@ SET status = 'Running', attempts = j.attempts + 1, started_at = %(now)s,
 FROM picked WHERE j.id = picked.id
 RETURNING j.*
 
+-- name: mark_claimed
+-- Nothing: claim_batch marks the rows it locks in the same statement.
+
 -- name: lock_expired_leases
 -- Running jobs whose lease expired, locked for the reaper. SKIP LOCKED lets several reapers
 -- run at once: a row a finishing worker or another reaper holds is left to them.

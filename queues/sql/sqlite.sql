@@ -53,6 +53,9 @@ WHERE id IN (
 )
 RETURNING *
 
+-- name: mark_claimed
+-- Nothing: claim_batch marks the rows it picks in the same statement.
+
 -- name: lock_expired_leases
 -- Running jobs whose lease expired (the IMMEDIATE transaction is the lock).
 SELECT id, run_token FROM queues_job

@@ -42,3 +42,24 @@ def test_benchqueue_table_and_bad_sizes():
     assert "raw SQL limit, batch 100" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("benchqueue", "--jobs", "0")
+
+
+def test_benchqueue_repeats_and_reports_each_median():
+    out = StringIO()
+    call_command("benchqueue", jobs=10, repeat=3, json=True, stdout=out, stderr=StringIO())
+    report = json.loads(out.getvalue())
+    assert report["meta"]["repeat"] == 3
+    assert len({row["label"] for row in report["figures"]}) == len(report["figures"])
+
+
+def test_medians_pick_the_middle_run_of_each_measurement():
+    from workers.benchmark.runs import Figure, medians
+
+    rounds = [
+        [Figure("claim", "single", 10, 1.0), Figure("claim", "batch of 10", 10, 0.1)],
+        [Figure("claim", "single", 10, 4.0), Figure("claim", "batch of 10", 10, 0.3)],
+        [Figure("claim", "single", 10, 2.0), Figure("claim", "batch of 10", 10, 0.2)],
+    ]
+    single, batch = medians(rounds)
+    assert (single.label, single.seconds) == ("single", 2.0)
+    assert (batch.label, batch.seconds) == ("batch of 10", 0.2)

@@ -30,6 +30,15 @@ class Figure:
         return self.jobs / self.seconds if self.seconds else 0.0
 
 
+def medians(rounds: list[list[Figure]]) -> list[Figure]:
+    """Each measurement's median run (by rate) over the rounds, in the first round's order."""
+    result = []
+    for same in zip(*rounds, strict=True):
+        ranked = sorted(same, key=lambda figure: figure.rate)
+        result.append(ranked[len(ranked) // 2])
+    return result
+
+
 def fresh_queue(prefix: str) -> str:
     return f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
 
@@ -48,7 +57,10 @@ def scratch_queue(queue: JobQueue, prefix: str, count: int = 0):
             fill(queue, name, count)
         yield name
     finally:
-        Job.objects.using(queue.using).filter(queue_name=name).delete()
+        # One statement: the ORM's delete would first collect every job for its cascades,
+        # and benchmark jobs have no dependencies to cascade to.
+        with connections[queue.using].cursor() as cursor:
+            cursor.execute("DELETE FROM queues_job WHERE queue_name = %s", [name])
 
 
 def enqueue_rates(queue: JobQueue, count: int) -> list[Figure]:

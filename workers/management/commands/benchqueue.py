@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import platform
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
@@ -32,10 +33,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--jobs", type=positive, default=2000, help="jobs per measurement")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        parser.add_argument(
+            "--repeat",
+            type=positive,
+            default=1,
+            help="run every measurement this many times, in turn, and report the median",
+        )
 
-    def handle(self, *args, jobs: int, json: bool, **options):
-        if jobs < 1:
-            raise CommandError("--jobs must be at least 1")
+    def handle(self, *args, jobs: int, json: bool, repeat: int = 1, **options):
+        if jobs < 1 or repeat < 1:
+            raise CommandError("--jobs and --repeat must be at least 1")
+        if settings.DEBUG:
+            self.stderr.write(
+                "DEBUG is on: Django records every query, which slows each figure; "
+                "measure with DJANGO_DEBUG=0."
+            )
         queue = JobQueue()
         steps = [
             ("claim", lambda: runs.claim_rate(queue, jobs, 1)),
@@ -51,15 +63,22 @@ class Command(BaseCommand):
             ],
             ("enqueue", lambda: runs.enqueue_rates(queue, jobs)),
         ]
-        figures: list[runs.Figure] = []
-        for number, (label, step) in enumerate(steps, 1):
-            if not json:
-                self.stderr.write(f"[{number}/{len(steps)}] {label} ...")
-            result = step()
-            figures.extend(result if isinstance(result, list) else [result])
-        self._report(figures, jobs, json)
+        # Rounds in turn (not each measurement N times in a row), so that a passing load on
+        # the machine spreads over every measurement instead of spoiling one.
+        rounds: list[list[runs.Figure]] = []
+        total = len(steps) * repeat
+        for round_number in range(repeat):
+            figures: list[runs.Figure] = []
+            for number, (label, step) in enumerate(steps, 1):
+                if not json:
+                    done = round_number * len(steps) + number
+                    self.stderr.write(f"[{done}/{total}] {label} ...")
+                result = step()
+                figures.extend(result if isinstance(result, list) else [result])
+            rounds.append(figures)
+        self._report(runs.medians(rounds), jobs, json, repeat)
 
-    def _report(self, figures, jobs, as_json):
+    def _report(self, figures, jobs, as_json, repeat):
         single = next(f.rate for f in figures if f.group == "claim" and f.label == "single")
         raw = {f.label.rsplit(" ", 1)[-1]: f.rate for f in figures if f.label.startswith("raw")}
         raw_100 = raw.get("100") or 0.0
@@ -85,11 +104,16 @@ class Command(BaseCommand):
             "database": connection.display_name,
             "python": platform.python_version(),
             "jobs": jobs,
+            "repeat": repeat,
+            "debug": settings.DEBUG,
         }
         if as_json:
             self.stdout.write(json.dumps({"meta": meta, "figures": rows}, indent=2))
             return
-        self.stdout.write(f"{meta['database']} ({meta['vendor']}), {jobs} jobs per figure")
+        median = f", median of {repeat} runs" if repeat > 1 else ""
+        self.stdout.write(
+            f"{meta['database']} ({meta['vendor']}), {jobs} jobs per figure{median}"
+        )
         self.stdout.write(f"{'group':<16}{'measurement':<36}{'jobs/s':>10}  ratio")
         for row in rows:
             rate = row["jobs_per_second"]
