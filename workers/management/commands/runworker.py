@@ -16,6 +16,7 @@ import sys
 import threading
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from queues.api import JobQueue, QueueError
@@ -199,6 +200,11 @@ class Command(BaseCommand):
         logging.getLogger("workers").setLevel(level)
         if verbosity >= 3:
             logging.getLogger("queues").setLevel(logging.DEBUG)
+        if settings.DEBUG:
+            logger.warning(
+                "DEBUG is on: Django records every query each worker thread runs, which "
+                "slows the worker; run it with DEBUG off in production (DJANGO_DEBUG=0)"
+            )
 
 
 def _me() -> str:
