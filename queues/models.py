@@ -293,6 +293,30 @@ class JobCount(models.Model):
         return f"{self.queue_name} {self.status}: {self.n}"
 
 
+class CompletionCount(models.Model):
+    """How many jobs of a queue completed in one minute (UTC), kept by database triggers in
+    the transaction of each completion (see `install_completion_counts` in queues/sql and
+    `queues.completions`). Sharded like `JobCount`; a minute's count is the sum of its
+    shards. Minutes older than a day are pruned."""
+
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
+    minute = models.DateTimeField()
+    shard = models.SmallIntegerField(default=0)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue_name", "minute", "shard"], name="completion_count_unique"
+            ),
+        ]
+        # The overview reads a range of minutes of every queue; the pruner deletes by minute.
+        indexes = [models.Index(fields=["minute"], name="completion_count_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.queue_name} {self.minute:%Y-%m-%d %H:%M}: {self.n}"
+
+
 class QueuePause(models.Model):
     queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, primary_key=True)
     paused_at = models.DateTimeField(default=timezone.now)
