@@ -182,12 +182,6 @@ class Job(models.Model):
             # Counts per queue and status, listings, pruning of finished jobs.
             models.Index(fields=["queue_name", "status", "created_at"], name="job_queue_status"),
             models.Index(fields=["status", "completed_at"], name="job_status_completed"),
-            # The dashboard's throughput per queue: recent completions of a queue. Not partial:
-            # SQLite uses a partial index only when the query spells the condition as a
-            # literal, and Django binds parameters.
-            models.Index(
-                fields=["queue_name", "status", "completed_at"], name="job_queue_completed"
-            ),
             PortableIndex(
                 fields=["recurring", "next_run_at"],
                 condition=Q(cron_schedule__isnull=False),
