@@ -49,9 +49,10 @@ def drop_completion_counts(connection) -> None:
 
 
 def recount(since: datetime, using: str = "default") -> None:
-    """Rebuild the counts from the jobs table (each job's last completion), from `since` on.
-    Writers must be stopped: a completion committed while this runs could be counted twice.
-    The earlier completions of recurring jobs are not in the jobs table and are lost."""
+    """Rebuild the counts from the jobs table (each job's last completion): the minutes from
+    `since` on, and none before. Writers must be stopped: a completion committed while this
+    runs could be counted twice. The earlier completions of recurring jobs are not in the
+    jobs table and are lost."""
     with transaction.atomic(using=using):
         _recount(connections[using], since)
 
