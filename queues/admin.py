@@ -10,6 +10,7 @@ from django.utils.html import format_html
 from .exceptions import QueueError
 from .models import (
     Batch,
+    CompletionCount,
     Job,
     JobCount,
     JobDependency,
@@ -268,6 +269,20 @@ class JobCountAdmin(ReadOnlyAdmin):
 
     list_display = ["queue_name", "status", "shard", "n"]
     list_filter = ["status", "queue_name"]
+    search_fields = ["queue_name"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(CompletionCount)
+class CompletionCountAdmin(ReadOnlyAdmin):
+    """The trigger-kept completions (one row per queue, minute and shard); the pruner
+    deletes the old minutes."""
+
+    list_display = ["queue_name", "minute", "shard", "n"]
+    ordering = ["-minute", "queue_name", "shard"]
+    list_filter = ["queue_name"]
     search_fields = ["queue_name"]
 
     def has_delete_permission(self, request, obj=None) -> bool:

@@ -1,6 +1,7 @@
 """Maintenance services: the reaper takes back jobs whose lease expired, the pruner deletes
-old finished jobs (in bounded batches), old reaper runs and the rows of worker processes
-that stopped heartbeating. `runworker` runs both on their intervals."""
+old finished jobs (in bounded batches), old reaper runs, the rows of worker processes that
+stopped heartbeating and the completion counts of old minutes. `runworker` runs both on
+their intervals."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from datetime import timedelta
 
 from django.db.models import Q
 
+from . import completions
 from .enums import JobStatus
-from .models import Job, ReaperRun, WorkerProcess
+from .models import CompletionCount, Job, ReaperRun, WorkerProcess
 from .outcomes import StaleJobRecovery
+from .stats import SPARK_MINUTES
 
 DEFAULT_REAPER_INTERVAL = timedelta(seconds=60)
 DEFAULT_PRUNE_INTERVAL = timedelta(minutes=10)
@@ -19,6 +22,8 @@ DEFAULT_PRUNE_AFTER = timedelta(days=7)
 #: A worker process row without a heartbeat for this long belongs to a dead process.
 DEFAULT_DEAD_WORKER_AFTER = timedelta(minutes=10)
 DEFAULT_PRUNE_BATCH = 1000
+#: The minutes the dashboard's throughput reads: its full minutes and the open one.
+THROUGHPUT_WINDOW = timedelta(minutes=SPARK_MINUTES + 1)
 
 
 def _positive(value: timedelta, name: str) -> timedelta:
@@ -45,43 +50,60 @@ class PruneResult:
     jobs: int = 0
     reaper_runs: int = 0
     worker_processes: int = 0
+    completion_counts: int = 0
 
 
 class Pruner:
-    """Deletes what finished longer than `older_than` ago, `batch_size` rows at a time so
-    that no statement locks or deletes an unbounded number of rows."""
+    """Deletes what finished longer than `older_than` ago (with None, finished jobs and
+    reaper runs are kept for ever), and always the bookkeeping rows: dead worker processes
+    and the completion counts of minutes older than `completions_kept`, which the triggers
+    add every minute and nothing else removes. `batch_size` rows at a time, so that no
+    statement locks or deletes an unbounded number of rows."""
 
     def __init__(
         self,
         queue,
-        older_than: timedelta = DEFAULT_PRUNE_AFTER,
+        older_than: timedelta | None = DEFAULT_PRUNE_AFTER,
         interval: timedelta = DEFAULT_PRUNE_INTERVAL,
         batch_size: int = DEFAULT_PRUNE_BATCH,
         dead_worker_after: timedelta = DEFAULT_DEAD_WORKER_AFTER,
+        completions_kept: timedelta = completions.KEPT,
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError("batch_size must be a whole number above 0")
         self.queue = queue
-        self.older_than = _positive(older_than, "older_than")
+        self.older_than = None if older_than is None else _positive(older_than, "older_than")
         self.interval = _positive(interval, "interval")
         self.batch_size = batch_size
         self.dead_worker_after = _positive(dead_worker_after, "dead_worker_after")
+        if _positive(completions_kept, "completions_kept") < THROUGHPUT_WINDOW:
+            raise ValueError(f"completions_kept must cover the throughput's {THROUGHPUT_WINDOW}")
+        self.completions_kept = completions_kept
 
     def run_once(self) -> PruneResult:
         now = self.queue.now()
-        cutoff = now - self.older_than
         using = self.queue.using
-        finished = Q(status=JobStatus.COMPLETED, completed_at__lt=cutoff) | Q(
-            status__in=[JobStatus.FAILED, JobStatus.DEAD, JobStatus.TIMED_OUT],
-            failed_at__lt=cutoff,
-        )
-        return PruneResult(
-            jobs=self._delete(Job.objects.using(using).filter(finished)),
-            reaper_runs=self._delete(ReaperRun.objects.using(using).filter(ran_at__lt=cutoff)),
+        result = PruneResult(
             worker_processes=WorkerProcess.objects.using(using)
             .filter(last_heartbeat_at__lt=now - self.dead_worker_after)
             .delete()[0],
+            completion_counts=self._delete(
+                CompletionCount.objects.using(using).filter(
+                    minute__lt=completions.minute_of(now - self.completions_kept)
+                )
+            ),
         )
+        if self.older_than is not None:
+            cutoff = now - self.older_than
+            finished = Q(status=JobStatus.COMPLETED, completed_at__lt=cutoff) | Q(
+                status__in=[JobStatus.FAILED, JobStatus.DEAD, JobStatus.TIMED_OUT],
+                failed_at__lt=cutoff,
+            )
+            result.jobs = self._delete(Job.objects.using(using).filter(finished))
+            result.reaper_runs = self._delete(
+                ReaperRun.objects.using(using).filter(ran_at__lt=cutoff)
+            )
+        return result
 
     def _delete(self, rows) -> int:
         total = 0

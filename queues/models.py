@@ -182,12 +182,6 @@ class Job(models.Model):
             # Counts per queue and status, listings, pruning of finished jobs.
             models.Index(fields=["queue_name", "status", "created_at"], name="job_queue_status"),
             models.Index(fields=["status", "completed_at"], name="job_status_completed"),
-            # The dashboard's throughput per queue: recent completions of a queue. Not partial:
-            # SQLite uses a partial index only when the query spells the condition as a
-            # literal, and Django binds parameters.
-            models.Index(
-                fields=["queue_name", "status", "completed_at"], name="job_queue_completed"
-            ),
             PortableIndex(
                 fields=["recurring", "next_run_at"],
                 condition=Q(cron_schedule__isnull=False),
@@ -291,6 +285,30 @@ class JobCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue_name} {self.status}: {self.n}"
+
+
+class CompletionCount(models.Model):
+    """How many jobs of a queue completed in one minute (UTC), kept by database triggers in
+    the transaction of each completion (see `install_completion_counts` in queues/sql and
+    `queues.completions`). Sharded like `JobCount`; a minute's count is the sum of its
+    shards. Minutes older than a day are pruned."""
+
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
+    minute = models.DateTimeField()
+    shard = models.SmallIntegerField(default=0)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue_name", "minute", "shard"], name="completion_count_unique"
+            ),
+        ]
+        # The overview reads a range of minutes of every queue; the pruner deletes by minute.
+        indexes = [models.Index(fields=["minute"], name="completion_count_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.queue_name} {self.minute:%Y-%m-%d %H:%M}: {self.n}"
 
 
 class QueuePause(models.Model):

@@ -23,7 +23,6 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connections
 
-from ..stats import MinuteCache
 from .listen import Listener
 from .render import Audience, group_of, render_overview
 
@@ -52,7 +51,6 @@ class Aggregator:
         self.using = using
         self.audiences: Counter[Audience] = Counter()
         self.last: dict[Audience, str] = {}
-        self.minutes = MinuteCache()  # throughput of closed minutes, read once
         self.woken = asyncio.Event()
         self.task: asyncio.Task | None = None
         self.listener: Listener | None = None
@@ -96,7 +94,6 @@ class Aggregator:
                 self.listener.stop()
                 self.listener = None
             self.last.clear()
-            self.minutes = MinuteCache()
 
     async def _wait(self) -> None:
         if not self.notified:
@@ -109,7 +106,7 @@ class Aggregator:
     async def _read_and_push(self) -> None:
         audiences = list(self.audiences)
         try:
-            rendered = await database_sync_to_async(render_overview)(audiences, self.minutes)
+            rendered = await database_sync_to_async(render_overview)(audiences)
         except Exception:
             # A database hiccup must not end the push; the next turn reads again.
             logger.exception("live dashboard: reading the overview failed")

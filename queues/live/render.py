@@ -34,13 +34,10 @@ def group_of(audience: Audience) -> str:
     return ".".join(["dashboard-overview", *audience]).replace("queues.", "")
 
 
-def render_overview(
-    audiences: list[Audience], cache: stats.MinuteCache | None = None
-) -> dict[Audience, str]:
-    """One database read of the overview (with `cache`, the aggregator's closed minutes of
-    throughput), rendered for each audience."""
+def render_overview(audiences: list[Audience]) -> dict[Audience, str]:
+    """One database read of the overview, rendered for each audience."""
     now = timezone.now()
-    overview = stats.overview(now, cache)
+    overview = stats.overview(now)
     request = HttpRequest()
     request.method = "GET"
     request.path = request.path_info = reverse("dashboard:overview")

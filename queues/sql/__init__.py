@@ -47,9 +47,9 @@ def statements(sql: str) -> list[str]:
     return [part for part in parts if part]
 
 
-def run(connection, name: str) -> None:
+def run(connection, name: str, params: dict | None = None) -> None:
     """Execute every statement of the block `name` for `connection`'s vendor (DDL blocks
-    such as the count triggers; a comment-only block does nothing)."""
+    such as the count triggers; a comment-only block does nothing), each with `params`."""
     with connection.cursor() as cursor:
         for sql in statements(queries_for(connection.vendor)[name]):
-            cursor.execute(sql)
+            cursor.execute(sql, params)

@@ -131,6 +131,63 @@ DELETE FROM queues_jobcount
 INSERT INTO queues_jobcount (queue_name, status, shard, n)
 SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status
 
+-- name: install_completion_counts
+-- Completions per queue and minute (UTC), kept by row triggers in the same transaction as the
+-- write (the semantics are in postgresql.sql: a write that gives completed_at a new value,
+-- counted in its minute, never taken back). Each connection adds to its own shard, as for the
+-- job counts. The minute is completed_at less its seconds and microseconds: datetime
+-- arithmetic, exact for any value, with no format string. Django stores UTC in these DATETIME
+-- columns. A second trigger on the same event is allowed since MySQL 5.7.2 and MariaDB
+-- 10.2.3; it fires after the count triggers (created first). The two triggers repeat one
+-- INSERT: a trigger has one event, and a procedure called from both would cost a call a row.
+CREATE TRIGGER queues_job_completions_insert AFTER INSERT ON queues_job FOR EACH ROW
+BEGIN
+    IF NEW.completed_at IS NOT NULL THEN
+        INSERT INTO queues_completioncount (queue_name, minute, shard, n)
+        VALUES (
+            NEW.queue_name,
+            NEW.completed_at - INTERVAL
+                (SECOND(NEW.completed_at) * 1000000 + MICROSECOND(NEW.completed_at)) MICROSECOND,
+            MOD(CONNECTION_ID(), 16),
+            1
+        )
+        ON DUPLICATE KEY UPDATE n = n + 1;
+    END IF;
+END
+-- statement
+CREATE TRIGGER queues_job_completions_update AFTER UPDATE ON queues_job FOR EACH ROW
+BEGIN
+    IF NEW.completed_at IS NOT NULL AND NOT (OLD.completed_at <=> NEW.completed_at) THEN
+        INSERT INTO queues_completioncount (queue_name, minute, shard, n)
+        VALUES (
+            NEW.queue_name,
+            NEW.completed_at - INTERVAL
+                (SECOND(NEW.completed_at) * 1000000 + MICROSECOND(NEW.completed_at)) MICROSECOND,
+            MOD(CONNECTION_ID(), 16),
+            1
+        )
+        ON DUPLICATE KEY UPDATE n = n + 1;
+    END IF;
+END
+
+-- name: drop_completion_counts
+DROP TRIGGER IF EXISTS queues_job_completions_insert
+-- statement
+DROP TRIGGER IF EXISTS queues_job_completions_update
+
+-- name: recount_completions
+-- Rebuild the completion counts from the jobs table, from `since` (the start of a minute) on:
+-- each row's last completion. Writers must be stopped (as during a migration).
+DELETE FROM queues_completioncount
+-- statement
+INSERT INTO queues_completioncount (queue_name, minute, shard, n)
+SELECT queue_name,
+       completed_at - INTERVAL
+           (SECOND(completed_at) * 1000000 + MICROSECOND(completed_at)) MICROSECOND AS minute,
+       0, COUNT(*)
+FROM queues_job WHERE completed_at >= %(since)s
+GROUP BY 1, 2
+
 -- name: install_job_notify
 -- Nothing to install: this database has no LISTEN/NOTIFY, so the live-dashboard aggregator
 -- (queues.live.aggregator) reads at most once a second while a dashboard is connected.

@@ -157,6 +157,71 @@ DELETE FROM queues_jobcount
 INSERT INTO queues_jobcount (queue_name, status, shard, n)
 SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status
 
+-- name: install_completion_counts
+-- Completions per queue and minute (UTC), kept by triggers in the same transaction as the
+-- write, for the dashboard's throughput. A completion is a write that gives `completed_at` a
+-- value the row did not have: a job that completes (and a recurring job, whose row goes back
+-- to Pending with its new completed_at), or a row inserted already completed. It is counted
+-- in the minute of that completed_at and never taken back: deleting a job, or sending it
+-- back to Pending, does not undo a completion that happened. Statement triggers as for the
+-- job counts: one aggregated upsert per statement, in this connection's shard (backend pid
+-- mod 16) so that concurrent transactions do not wait for each other's rows, rows in (queue,
+-- minute) order. PostgreSQL fires the triggers of an event in name order, so every statement
+-- writes these rows before the job counts' (`completions` < `count`): one lock order across
+-- both tables. An UPDATE pairs new and old rows by id; in a statement that completes nothing
+-- (a claim, a heartbeat) no new row has a completed_at, or it has the old one. date_trunc's
+-- third argument truncates in UTC whatever the session's time zone.
+CREATE OR REPLACE FUNCTION queues_count_completions() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO queues_completioncount AS c (queue_name, minute, shard, n)
+        SELECT queue_name, date_trunc('minute', completed_at, 'UTC'), mod(pg_backend_pid(), 16),
+               count(*)
+        FROM new_rows WHERE completed_at IS NOT NULL
+        GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (queue_name, minute, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    ELSE
+        INSERT INTO queues_completioncount AS c (queue_name, minute, shard, n)
+        SELECT nr.queue_name, date_trunc('minute', nr.completed_at, 'UTC'),
+               mod(pg_backend_pid(), 16), count(*)
+        FROM new_rows nr
+        WHERE nr.completed_at IS NOT NULL
+          AND NOT EXISTS (
+              SELECT 1 FROM old_rows o
+              WHERE o.id = nr.id AND o.completed_at IS NOT DISTINCT FROM nr.completed_at
+          )
+        GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (queue_name, minute, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    END IF;
+    RETURN NULL;
+END
+$body$
+-- statement
+CREATE TRIGGER queues_job_completions_insert AFTER INSERT ON queues_job
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION queues_count_completions()
+-- statement
+CREATE TRIGGER queues_job_completions_update AFTER UPDATE ON queues_job
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION queues_count_completions()
+
+-- name: drop_completion_counts
+DROP TRIGGER IF EXISTS queues_job_completions_insert ON queues_job
+-- statement
+DROP TRIGGER IF EXISTS queues_job_completions_update ON queues_job
+-- statement
+DROP FUNCTION IF EXISTS queues_count_completions()
+
+-- name: recount_completions
+-- Rebuild the completion counts from the jobs table, from `since` (the start of a minute) on:
+-- each row's last completion (earlier runs of a recurring job are not in the table). Writers
+-- must be stopped (as during a migration).
+DELETE FROM queues_completioncount
+-- statement
+INSERT INTO queues_completioncount (queue_name, minute, shard, n)
+SELECT queue_name, date_trunc('minute', completed_at, 'UTC'), 0, COUNT(*) FROM queues_job
+WHERE completed_at >= %(since)s
+GROUP BY 1, 2
+
 -- name: install_job_notify
 -- Wakes each web process's live-dashboard aggregator (queues.live.listen) after a change the
 -- overview shows: a statement trigger, so one NOTIFY per statement, not per row. NOTIFY is

@@ -125,6 +125,42 @@ DELETE FROM queues_jobcount
 INSERT INTO queues_jobcount (queue_name, status, shard, n)
 SELECT queue_name, status, 0, COUNT(*) FROM queues_job GROUP BY queue_name, status
 
+-- name: install_completion_counts
+-- Completions per queue and minute (UTC), kept by row triggers in the same transaction as the
+-- write (the semantics are in postgresql.sql: a write that gives completed_at a new value,
+-- counted in its minute, never taken back). One writer at a time: one shard. Django stores
+-- UTC datetimes as text ('2026-11-29 21:05:07.123456'), so the minute is its first 16
+-- characters plus ':00', the very text Django writes for that minute. `UPDATE OF
+-- completed_at` keeps the trigger off the statements that do not set it (claims, heartbeats).
+CREATE TRIGGER queues_job_completions_insert AFTER INSERT ON queues_job
+WHEN NEW.completed_at IS NOT NULL BEGIN
+    INSERT INTO queues_completioncount (queue_name, minute, shard, n)
+    VALUES (NEW.queue_name, substr(NEW.completed_at, 1, 16) || ':00', 0, 1)
+    ON CONFLICT (queue_name, minute, shard) DO UPDATE SET n = n + 1;
+END
+-- statement
+CREATE TRIGGER queues_job_completions_update AFTER UPDATE OF completed_at ON queues_job
+WHEN NEW.completed_at IS NOT NULL AND NEW.completed_at IS NOT OLD.completed_at BEGIN
+    INSERT INTO queues_completioncount (queue_name, minute, shard, n)
+    VALUES (NEW.queue_name, substr(NEW.completed_at, 1, 16) || ':00', 0, 1)
+    ON CONFLICT (queue_name, minute, shard) DO UPDATE SET n = n + 1;
+END
+
+-- name: drop_completion_counts
+DROP TRIGGER IF EXISTS queues_job_completions_insert
+-- statement
+DROP TRIGGER IF EXISTS queues_job_completions_update
+
+-- name: recount_completions
+-- Rebuild the completion counts from the jobs table, from `since` (the start of a minute) on:
+-- each row's last completion. Writers must be stopped (as during a migration).
+DELETE FROM queues_completioncount
+-- statement
+INSERT INTO queues_completioncount (queue_name, minute, shard, n)
+SELECT queue_name, substr(completed_at, 1, 16) || ':00', 0, COUNT(*) FROM queues_job
+WHERE completed_at >= %(since)s
+GROUP BY 1, 2
+
 -- name: install_job_notify
 -- Nothing to install: this database has no LISTEN/NOTIFY, so the live-dashboard aggregator
 -- (queues.live.aggregator) reads at most once a second while a dashboard is connected.

@@ -84,7 +84,8 @@ def percent(part, whole) -> float:
 
 @register.simple_tag
 def sparkline(values: list[int], width: int = 120, height: int = 24):
-    """A server-rendered SVG polyline of `values` (oldest first)."""
+    """A server-rendered SVG polyline of `values`, completions per full minute (oldest
+    first)."""
     if not values:
         return ""
     top = max(max(values), 1)
@@ -97,7 +98,7 @@ def sparkline(values: list[int], width: int = 120, height: int = 24):
             for i, v in enumerate(values)
         ),
     )
-    label = f"{sum(values)} completed in the last {len(values)} minutes"
+    label = f"{sum(values)} completed in the last {len(values)} full minutes"
     return format_html(
         '<svg class="spark" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
         'aria-label="{label}"><polyline points="{points}" fill="none" '

@@ -12,6 +12,7 @@ from django.urls import reverse
 from queues.api import Job, JobQueue, JobStatus
 from queues.models import (
     Batch,
+    CompletionCount,
     JobCount,
     JobDependency,
     QueuePause,
@@ -58,6 +59,7 @@ def test_every_model_is_registered():
         Workflow,
         JobDependency,
         JobCount,
+        CompletionCount,
         QueuePause,
         ReaperRun,
         WorkerProcess,
@@ -74,6 +76,7 @@ def test_changelists_and_filters_render(superuser_client, engine):
         "workflow",
         "jobdependency",
         "jobcount",
+        "completioncount",
         "queuepause",
         "reaperrun",
         "workerprocess",

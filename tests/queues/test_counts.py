@@ -1,13 +1,16 @@
-"""The trigger-kept counts equal COUNT(*) ... GROUP BY, whoever changes the jobs and however
-many at once."""
+"""The trigger-kept counts (jobs per status, completions per minute) equal COUNT(*) ...
+GROUP BY, whoever changes the jobs and however many at once."""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
+from datetime import timedelta
 
 from django.db import connection
 from django.db.models import Count
 
+from queues import completions
 from queues.api import DequeueOptions, Job, JobOutcome, JobStatus
 from queues.counts import counts_by_queue, recount
 from queues.models import Job as JobRow
@@ -30,6 +33,22 @@ def counted(queues):
     return exact, {q: kept.get(q, dict.fromkeys(JobStatus.values, 0)) for q in queues}
 
 
+def completions_counted(queues, first, last):
+    """Completed jobs per (queue, minute of completed_at), bucketed here in Python, beside
+    the trigger-kept counts of the same minutes."""
+    rows = JobRow.objects.filter(queue_name__in=queues, status=JobStatus.COMPLETED)
+    exact = Counter(
+        (queue, completions.minute_of(at))
+        for queue, at in rows.values_list("queue_name", "completed_at")
+    )
+    kept = {
+        (queue, minute): n
+        for queue, per_minute in completions.per_minute(queues, first, last).items()
+        for minute, n in per_minute.items()
+    }
+    return dict(exact), kept
+
+
 def test_counts_stay_exact_under_concurrent_claims_and_outcomes(db_queue):
     queues = [unique_queue("count_a"), unique_queue("count_b")]
     for name in queues:
@@ -37,9 +56,13 @@ def test_counts_stay_exact_under_concurrent_claims_and_outcomes(db_queue):
             Job(queue_name=name, payload={"i": i}, max_attempts=2) for i in range(120)
         )
 
+    start = db_queue.now()
+
     def churn(seed):
         rng = random.Random(seed)
         for _ in range(40):
+            # Spread the completions over minutes: every thread moves the shared clock.
+            db_queue.clock.advance(timedelta(seconds=rng.randint(0, 20)))
             name = rng.choice(queues)
             batch = db_queue.dequeue(name, DequeueOptions.batch(rng.randint(1, 8)))
             finished = []
@@ -61,6 +84,11 @@ def test_counts_stay_exact_under_concurrent_claims_and_outcomes(db_queue):
     exact, kept = counted(queues)
     assert kept == exact
     assert sum(exact[queues[0]].values()) > 120
+    exact_minutes, kept_minutes = completions_counted(
+        queues, completions.minute_of(start), db_queue.now()
+    )
+    assert kept_minutes == exact_minutes
+    assert len(exact_minutes) > 10 and sum(exact_minutes.values()) > 100
 
 
 def test_writes_outside_the_engine_are_counted(db_queue):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from queues import completions
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, JobStatus, MockClock
 from queues.maintenance import Pruner, Reaper
 from queues.models import ReaperRun, WorkerProcess
@@ -55,6 +56,31 @@ def test_pruner_deletes_old_reaper_runs_and_dead_worker_rows():
     assert list(WorkerProcess.objects.values_list("id", flat=True)) == [alive.id]
 
 
+def test_pruner_deletes_the_completion_counts_of_old_minutes():
+    clock = MockClock(datetime(2026, 11, 29, 21, 5, 30, tzinfo=UTC))
+    queue = JobQueue(clock=clock)
+    name = unique_queue("prune_minutes")
+    finished_jobs(queue, name, JobOutcome.completed(), 2)  # 21:05
+    clock.advance(timedelta(minutes=1))
+    finished_jobs(queue, name, JobOutcome.completed(), 1)  # 21:06
+    clock.advance(timedelta(hours=24, seconds=-30))  # the next day, 21:06:00
+
+    pruner = Pruner(queue, older_than=None, completions_kept=timedelta(hours=24))
+    assert pruner.run_once().completion_counts == 1  # 21:05's row; 21:06 is a day ago
+    assert list(minutes_kept(name)) == [datetime(2026, 11, 29, 21, 6, tzinfo=UTC)]
+    clock.advance(timedelta(minutes=1))
+    assert pruner.run_once().completion_counts == 1
+    assert minutes_kept(name) == {}
+    # older_than=None keeps the finished jobs themselves.
+    assert queue._jobs().filter(queue_name=name).count() == 3
+
+
+def minutes_kept(name):
+    far = timedelta(days=3650)
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    return completions.per_minute([name], now - far, now + far).get(name, {})
+
+
 def test_reaper_takes_back_expired_leases_and_says_who_ran_it():
     clock = MockClock()
     queue = JobQueue(clock=clock)
@@ -71,7 +97,13 @@ def test_reaper_takes_back_expired_leases_and_says_who_ran_it():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"older_than": timedelta(0)}, {"batch_size": 0}, {"interval": timedelta(seconds=-1)}],
+    [
+        {"older_than": timedelta(0)},
+        {"batch_size": 0},
+        {"interval": timedelta(seconds=-1)},
+        # The dashboard reads the last 30 full minutes.
+        {"completions_kept": timedelta(minutes=30)},
+    ],
 )
 def test_pruner_validates_its_settings(kwargs):
     with pytest.raises(ValueError):

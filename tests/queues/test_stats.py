@@ -1,11 +1,10 @@
-"""The overview's numbers: bounded counts, throughput per minute, oldest pending."""
+"""The overview's numbers: bounded counts, throughput per full minute, oldest pending."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.utils import timezone
 
 from queues import stats
 from queues.api import Job, JobOutcome, JobQueue, MockClock
@@ -19,16 +18,53 @@ def _complete(queue: JobQueue, name: str) -> None:
     queue.finish_job_run(queue.dequeue_one(name), JobOutcome.completed())
 
 
-def test_throughput_per_minute_and_in_the_last_minute():
-    name, now = unique_queue("tp"), timezone.now()
-    _complete(JobQueue(), name)
-    earlier = JobQueue(clock=MockClock(now - timedelta(minutes=5)))
-    _complete(earlier, name)
-    _complete(earlier, name)
-    spark, last_minute = stats.throughput(name, timezone.now())
-    assert last_minute == 1
-    assert sum(spark) == 3 and spark[-1] + spark[-2] >= 1
-    assert max(spark) == 2  # the two of five minutes ago share a minute
+def test_throughput_counts_full_minutes_and_the_last_full_minute():
+    name = unique_queue("tp")
+    now = datetime(2026, 11, 29, 21, 5, 30, tzinfo=UTC)
+    for at in (
+        now - timedelta(minutes=5),  # 21:00:30
+        now - timedelta(minutes=5, seconds=20),  # 21:00:10: the same minute
+        now - timedelta(seconds=40),  # 21:04:50: the last full minute
+        now - timedelta(minutes=31),  # 20:34:30: before the window
+        now,  # 21:05:30: the open minute, not shown yet
+    ):
+        _complete(JobQueue(clock=MockClock(at)), name)
+    spark = stats.throughput(name, now)
+    assert len(spark) == stats.SPARK_MINUTES
+    assert spark[-1] == 1 and spark[-5] == 2 and sum(spark) == 3
+    # A minute later the open minute has closed: it is the last full minute.
+    assert stats.throughput(name, now + timedelta(minutes=1))[-1] == 1
+    assert stats.throughput(name, now + timedelta(minutes=1))[-2] == 1
+
+
+def test_overview_sums_the_last_full_minute_and_names_it():
+    first, second = unique_queue("ov_a"), unique_queue("ov_b")
+    now = datetime(2026, 11, 29, 21, 5, 30, tzinfo=UTC)
+    clock = MockClock(now - timedelta(minutes=1))
+    for name in (first, first, second):
+        _complete(JobQueue(clock=clock), name)
+    overview = stats.overview(now)
+    rows = {row.name: row for row in overview.queues}
+    assert (rows[first].last_minute, rows[second].last_minute) == (2, 1)
+    assert overview.last_minute >= 3  # other tests' queues may add theirs
+    assert overview.minute == datetime(2026, 11, 29, 21, 4, tzinfo=UTC)
+    assert overview.minute_end == datetime(2026, 11, 29, 21, 5, tzinfo=UTC)
+
+
+def test_a_recurring_queue_shows_its_completions():
+    """A recurring job's row goes back to Pending when a run completes: the queue has no
+    Completed jobs, and its throughput is still there."""
+    name = unique_queue("tp_cron")
+    now = datetime(2026, 11, 29, 21, 5, 30, tzinfo=UTC)
+    clock = MockClock(now - timedelta(minutes=3))  # 21:02:30
+    queue = JobQueue(clock=clock)
+    job_id = queue.enqueue(Job(queue_name=name, cron_schedule="0 * * * * *"))
+    for _ in range(2):  # the runs of 21:03 and 21:04
+        clock.set(queue.get_job(job_id).next_run_at)
+        queue.finish_job_run(queue.dequeue_one(name), JobOutcome.completed())
+    row = next(row for row in stats.overview(now).queues if row.name == name)
+    assert row.counts["Completed"] == 0 and row.counts["Pending"] == 1
+    assert row.spark[-3:] == [0, 1, 1]
 
 
 def test_queue_counts_are_the_exact_counts_of_the_engine():
@@ -50,25 +86,3 @@ def test_overview_lists_queues_and_oldest_pending():
     rows = {r.name: r for r in stats.overview().queues}
     assert {first, second} <= rows.keys()
     assert rows[first].oldest_pending_at is not None
-
-
-def test_the_minute_cache_reads_closed_minutes_once_and_agrees_with_a_full_read():
-    name, now = unique_queue("mc"), timezone.now()
-    for minutes_ago in (20, 5, 5):
-        _complete(JobQueue(clock=MockClock(now - timedelta(minutes=minutes_ago))), name)
-    _complete(JobQueue(clock=MockClock(now)), name)
-    cache = stats.MinuteCache()
-    assert stats.throughput(name, now, cache) == stats.throughput(name, now)
-    # The minutes that closed over a minute ago are kept; the next read starts after them.
-    settled = (now - stats.MinuteCache.SETTLE).replace(second=0, microsecond=0)
-    assert cache.until[name] == settled
-    assert sum(cache.minutes[name].values()) == 3
-    # A completion stamped in a kept minute after it was read is not counted again: those
-    # minutes are not read any more (completions are stamped as they are committed).
-    _complete(JobQueue(clock=MockClock(now - timedelta(minutes=20))), name)
-    later = now + timedelta(seconds=1)
-    _complete(JobQueue(clock=MockClock(later)), name)
-    spark, last_minute = stats.throughput(name, later, cache)
-    assert sum(spark) == 5 and last_minute == 2
-    full_spark, full_last = stats.throughput(name, later)
-    assert sum(full_spark) == 6 and full_last == 2

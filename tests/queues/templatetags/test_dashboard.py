@@ -46,7 +46,7 @@ def test_preview_cuts_long_payloads():
 def test_sparkline_is_an_svg_polyline_of_numbers():
     svg = str(sparkline([0, 5, 10]))
     assert svg.startswith('<svg class="spark"')
-    assert 'aria-label="15 completed in the last 3 minutes"' in svg
+    assert 'aria-label="15 completed in the last 3 full minutes"' in svg
     assert 'points="0.0,23.0 60.0,12.0 120.0,1.0"' in svg
     assert sparkline([]) == ""
 

@@ -102,14 +102,17 @@ def test_overview_lists_a_paused_queue_without_jobs(engine, qname, viewer_client
     assert qname in viewer_client.get(reverse("dashboard:overview")).content.decode()
 
 
-def test_overview_sparkline_and_last_minute_count_completions(engine, qname, viewer_client):
-    from queues.api import JobOutcome
+def test_overview_sparkline_counts_completions_of_full_minutes(qname, viewer_client):
+    from queues.api import JobOutcome, JobQueue, MockClock
 
+    # A minute ago: in a full minute by the time the page reads (the open one is not shown).
+    engine = JobQueue(clock=MockClock(timezone.now() - timedelta(minutes=1)))
     enqueue(engine, qname)
     engine.finish_job_run(engine.dequeue_one(qname), JobOutcome.completed())
     html = viewer_client.get(reverse("dashboard:overview")).content.decode()
     row = html[html.index(f'data-queue="{qname}"') :]
-    assert 'aria-label="1 completed in the last 30 minutes"' in row[: row.index("</tr>")]
+    assert 'aria-label="1 completed in the last 30 full minutes"' in row[: row.index("</tr>")]
+    assert "Jobs completed in the last full minute, " in html
 
 
 def test_empty_overview_says_how_to_start(viewer_client):

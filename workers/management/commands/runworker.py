@@ -96,8 +96,8 @@ class Command(BaseCommand):
                             default=timedelta(seconds=60),
                             help="seconds between reaper passes (default 60; 0: no reaper)")
         parser.add_argument("--prune-after", type=days, default=7.0, metavar="DAYS",
-                            help="delete finished jobs older than this many days "
-                                 "(default 7; 0: never)")
+                            help="delete finished jobs and reaper runs older than this "
+                                 "many days (default 7; 0: never)")
         parser.add_argument("--include", action="append", default=[], metavar="MODULE",
                             help="import this module too (for its handlers or tasks)")
         parser.add_argument("--database", default="default", help="database alias")
@@ -138,12 +138,14 @@ class Command(BaseCommand):
 
     def _settings(self, options) -> ProcessSettings:
         queue = JobQueue(using=options["database"])
-        reaper = pruner = None
+        reaper = None
         if options["reaper_interval"]:
             reaper = Reaper(queue, options["reaper_interval"], ran_by=f"runworker:{_me()}")
-        if options["prune_after"] > 0:
-            pruner = Pruner(queue, timedelta(days=options["prune_after"]),
-                            interval=DEFAULT_PRUNE_INTERVAL)
+        # Always a pruner: with --prune-after 0 it keeps finished jobs but still deletes
+        # the bookkeeping rows (old completion counts, dead worker processes).
+        prune_after = options["prune_after"]
+        pruner = Pruner(queue, timedelta(days=prune_after) if prune_after > 0 else None,
+                        interval=DEFAULT_PRUNE_INTERVAL)
         return ProcessSettings(
             queues=options["queues"],
             batch_size=options["batch_size"],
