@@ -34,9 +34,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) manage.py makemigrations --check --dry-run
 
+# HAMMERWEB_DEMO=1 installs the demo app (sample handlers, `manage.py demo`); the worker that
+# `manage.py demo` starts inherits it.
 demo: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo
+	HAMMERWEB_DEMO=1 $(PY) manage.py demo
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3*

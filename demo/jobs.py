@@ -1,4 +1,5 @@
-"""Sample handlers for `make demo`: `runworker emails reports flaky slow` runs them.
+"""Sample handlers for `make demo`. They register where the demo app is installed, that is
+with HAMMERWEB_DEMO=1: `HAMMERWEB_DEMO=1 manage.py runworker emails reports flaky slow` runs them.
 
 Each handler gets the claimed `Job`; what it returns is stored as the job's result, what it
 raises fails the run (retried with backoff while attempts remain).

@@ -2,7 +2,8 @@
 
 The database comes from ``DATABASE_URL`` (PostgreSQL, MySQL/MariaDB or SQLite); without it,
 a SQLite file under ``var/``. ``HAMMERWEB_DB_SUFFIX`` gives the test database a distinct name
-so that several test runs can share one server.
+so that several test runs can share one server. ``HAMMERWEB_DEMO=1`` (set by ``make demo``)
+installs the ``demo`` app: its sample handlers and ``manage.py demo``.
 """
 
 from __future__ import annotations
@@ -20,11 +21,15 @@ SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-m
 DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
 
+# The demo app's handlers (demo/jobs.py) register in every process that installs it, so it
+# is installed only where asked for: `make demo` sets HAMMERWEB_DEMO=1.
+_demo = os.environ.get("HAMMERWEB_DEMO") == "1"
+
 INSTALLED_APPS = [
     # Listed first so that its `runworker` wins over any other app's (see workers.apps).
     "workers",
     "queues",
-    "demo",
+    *(["demo"] if _demo else []),
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",

@@ -25,12 +25,13 @@ from .templatetags.dashboard import pretty_json
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
 
 
-def _each(modeladmin, request, rows, verb: str, call) -> None:
-    """Call `call(row)` for each row; report how many succeeded and the first refusal."""
+def _each(modeladmin, request, rows, verb: str, call, *args, **kwargs) -> None:
+    """Call `call(row, *args, **kwargs)` for each row; report how many succeeded and the first
+    refusal."""
     done, refused = 0, []
     for row in rows:
         try:
-            call(row)
+            call(row, *args, **kwargs)
             done += 1
         except QueueError as exc:
             refused.append(str(exc))
@@ -39,6 +40,10 @@ def _each(modeladmin, request, rows, verb: str, call) -> None:
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         modeladmin.message_user(request, f"{verb} refused: {refused[0]}{more}", messages.ERROR)
+
+
+def _ids(jobs):
+    return jobs.values_list("id", flat=True)
 
 
 def _queue_names(jobs) -> list[str]:
@@ -99,32 +104,17 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry now", permissions=["change"], location=BOTH)
     def retry_now(self, request, queryset):
-        queue = JobQueue()
-        _each(self, request, queryset.only("id"), "Retry", lambda job: queue.retry_job(job.id))
+        _each(self, request, _ids(queryset), "Retry", JobQueue().retry_job)
 
     @admin.action(description="Cancel", permissions=["change"], location=BOTH)
     def cancel(self, request, queryset):
-        queue = JobQueue()
         reason = f"Cancelled by {request.user.get_username()} in the admin"
-        _each(
-            self,
-            request,
-            queryset.only("id"),
-            "Cancel",
-            lambda job: queue.cancel_job(job.id, reason),
-        )
+        _each(self, request, _ids(queryset), "Cancel", JobQueue().cancel_job, reason)
 
     @admin.action(description="Mark dead", permissions=["change"], location=BOTH)
     def mark_dead(self, request, queryset):
-        queue = JobQueue()
         reason = f"Marked dead by {request.user.get_username()} in the admin"
-        _each(
-            self,
-            request,
-            queryset.only("id"),
-            "Mark dead",
-            lambda job: queue.mark_job_dead(job.id, reason),
-        )
+        _each(self, request, _ids(queryset), "Mark dead", JobQueue().mark_job_dead, reason)
 
     @admin.action(description="Release (back to Pending)", permissions=["change"], location=BOTH)
     def release(self, request, queryset):
@@ -141,27 +131,13 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Pause their queues", permissions=["pause"])
     def pause_queues(self, request, queryset):
-        queue = JobQueue()
-        user = request.user.get_username()
-        _each(
-            self,
-            request,
-            _queue_names(queryset),
-            "Pause",
-            lambda name: queue.pause_queue(name, paused_by=user),
-        )
+        names, by = _queue_names(queryset), request.user.get_username()
+        _each(self, request, names, "Pause", JobQueue().pause_queue, paused_by=by)
 
     @admin.action(description="Resume their queues", permissions=["pause"])
     def resume_queues(self, request, queryset):
-        queue = JobQueue()
-        user = request.user.get_username()
-        _each(
-            self,
-            request,
-            _queue_names(queryset),
-            "Resume",
-            lambda name: queue.resume_queue(name, resumed_by=user),
-        )
+        names, by = _queue_names(queryset), request.user.get_username()
+        _each(self, request, names, "Resume", JobQueue().resume_queue, resumed_by=by)
 
     def has_change_permission(self, request, obj=None) -> bool:
         # Rows change through the actions only; the form itself is read-only.
@@ -192,15 +168,8 @@ class QueuePauseAdmin(admin.ModelAdmin):
 
     @admin.action(description="Resume the selected queues", permissions=["change"], location=BOTH)
     def resume(self, request, queryset):
-        queue = JobQueue()
-        user = request.user.get_username()
-        _each(
-            self,
-            request,
-            queryset,
-            "Resume",
-            lambda pause: queue.resume_queue(pause.queue_name, resumed_by=user),
-        )
+        names, by = queryset.values_list("queue_name", flat=True), request.user.get_username()
+        _each(self, request, names, "Resume", JobQueue().resume_queue, resumed_by=by)
 
 
 @admin.register(Batch)

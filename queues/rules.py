@@ -7,15 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
-from .engine.graph import Change
-from .enums import FAILURE_STATUSES, DependencyStatus, JobStatus
+from .enums import (
+    FAILURE_STATUSES,
+    DependencyStatus,
+    FailurePolicy,
+    JobStatus,
+    PartialFailureMode,
+)
 from .exceptions import InvalidJob, InvalidJobTransition, InvalidWorkflow
 from .groups import BatchResult, JobBatch, JobGroup
 from .models import Batch, Job, ReaperRun, Workflow
 from .outcomes import LEASE_EXPIRED_ERROR, JobOutcome, Plan, RecordedOutcome, StaleJobRecovery
 from .validation import _check_json, normalize_id, validate_job
+
+if TYPE_CHECKING:  # engine.graph imports this module
+    from .engine.graph import Change
 
 
 def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
@@ -194,6 +203,40 @@ def reaper_outcome(job: Job, now: datetime) -> JobOutcome:
 
 
 # After an outcome --------------------------------------------------------------------------
+#: Which Pending jobs a failure for good reaches: those of the failed job's workflow, its
+#: transitive dependents, or those of its batch.
+Reach = Literal["workflow", "dependents", "batch"]
+
+
+def failure_cascade(
+    job_id: UUID, policy: str | None, batch_mode: str | None, now: datetime
+) -> list[tuple[Reach, dict]]:
+    """What follows a job's failure for good, in order: which Pending jobs fail, and the
+    fields they are written. `policy` is the failure policy of the job's workflow and
+    `batch_mode` the failure mode of its batch (None where it has none); each store finds
+    the Pending jobs of each reach and writes them."""
+    cascade: list[tuple[Reach, dict]] = []
+    policy = policy or FailurePolicy.CONTINUE_ON_FAILURE
+    if policy == FailurePolicy.FAIL_FAST:
+        error = f"Workflow failed: job {job_id} failed (fail-fast policy)"
+        cascade.append(("workflow", _failed(error, now, dependency=True)))
+    elif policy == FailurePolicy.CONTINUE_ON_FAILURE:
+        error = f"Dependency failed: job {job_id} failed"
+        cascade.append(("dependents", _failed(error, now, dependency=True)))
+    # FailurePolicy.MANUAL: dependents keep waiting until an operator retries the job.
+    if batch_mode == PartialFailureMode.FAIL_FAST:
+        error = f"Batch failed: job {job_id} failed (fail-fast mode)"
+        cascade.append(("batch", _failed(error, now)))
+    return cascade
+
+
+def _failed(error: str, now: datetime, dependency: bool = False) -> dict:
+    fields = {"status": JobStatus.FAILED, "error_message": error, "failed_at": now}
+    if dependency:
+        fields["dependency_status"] = DependencyStatus.FAILED
+    return fields
+
+
 def record_effects(graph, job: Job, plan: Plan, now: datetime) -> RecordedOutcome:
     """Once the fenced write of `plan` succeeded: `job` takes the written values, and the
     jobs around it react (dependents released or failed, tallies) through `graph`, which is

@@ -21,11 +21,11 @@ from ..enums import (
     DependencyStatus,
     FailurePolicy,
     JobStatus,
-    PartialFailureMode,
     WorkflowStatus,
 )
 from ..models import Batch, Job, JobDependency, Workflow
 from ..outcomes import batch_status
+from ..rules import failure_cascade
 
 # (batch_id, workflow_id, old status or None for a new row, new status or None for a deleted row)
 Change = tuple[UUID | None, UUID | None, str | None, str | None]
@@ -91,28 +91,16 @@ class Graph:
 
     # Terminal failures ------------------------------------------------------------------
     def after_terminal_failure(self, job, now: datetime) -> tuple[list[UUID], list[Change]]:
-        """Fail what can no longer run because `job` failed for good."""
-        cancelled: list[UUID] = []
-        changes: list[Change] = []
-        policy = FailurePolicy.CONTINUE_ON_FAILURE
+        """Fail what can no longer run because `job` failed for good (see
+        `rules.failure_cascade`)."""
+        policy = mode = None
         if job.workflow_id:
             policy = (
                 Workflow.objects.using(self.using)
                 .filter(id=job.workflow_id)
                 .values_list("failure_policy", flat=True)
                 .first()
-            ) or policy
-        if policy == FailurePolicy.FAIL_FAST:
-            targets = self._jobs().filter(workflow_id=job.workflow_id)
-            error = f"Workflow failed: job {job.id} failed (fail-fast policy)"
-            self._fail_pending(targets, error, now, cancelled, changes, dependency_failed=True)
-        elif policy == FailurePolicy.CONTINUE_ON_FAILURE:
-            dependents = self.transitive_dependents(job.id)
-            if dependents:
-                targets = self._jobs().filter(id__in=dependents)
-                error = f"Dependency failed: job {job.id} failed"
-                self._fail_pending(targets, error, now, cancelled, changes, dependency_failed=True)
-        # FailurePolicy.MANUAL: dependents keep waiting until an operator retries the job.
+            )
         if job.batch_id:
             mode = (
                 Batch.objects.using(self.using)
@@ -120,13 +108,19 @@ class Graph:
                 .values_list("failure_mode", flat=True)
                 .first()
             )
-            if mode == PartialFailureMode.FAIL_FAST:
+        cancelled: list[UUID] = []
+        changes: list[Change] = []
+        for reach, fields in failure_cascade(job.id, policy, mode, now):
+            if reach == "workflow":
+                targets = self._jobs().filter(workflow_id=job.workflow_id)
+            elif reach == "dependents":
+                targets = self._jobs().filter(id__in=self.transitive_dependents(job.id))
+            else:
                 targets = self._jobs().filter(batch_id=job.batch_id)
-                error = f"Batch failed: job {job.id} failed (fail-fast mode)"
-                self._fail_pending(targets, error, now, cancelled, changes)
+            self._fail_pending(targets, fields, cancelled, changes)
         return cancelled, changes
 
-    def _fail_pending(self, queryset, error, now, cancelled, changes, dependency_failed=False):
+    def _fail_pending(self, queryset, fields: dict, cancelled, changes) -> None:
         rows = list(
             queryset.select_for_update()
             .filter(status=JobStatus.PENDING)
@@ -136,9 +130,6 @@ class Graph:
         if not rows:
             return
         ids = [row[0] for row in rows]
-        fields = {"status": JobStatus.FAILED, "error_message": error, "failed_at": now}
-        if dependency_failed:
-            fields["dependency_status"] = DependencyStatus.FAILED
         self._jobs().filter(id__in=ids, status=JobStatus.PENDING).update(**fields)
         cancelled.extend(ids)
         changes.extend((b, w, JobStatus.PENDING, JobStatus.FAILED) for _, b, w in rows)

@@ -20,16 +20,10 @@ from uuid import UUID
 from django.utils import timezone
 
 from ..engine.graph import Change, batch_state, tally, workflow_state
-from ..enums import (
-    FAILURE_STATUSES,
-    DependencyStatus,
-    FailurePolicy,
-    JobStatus,
-    PartialFailureMode,
-)
+from ..enums import FAILURE_STATUSES, DependencyStatus, JobStatus, PartialFailureMode
 from ..exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
 from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
-from ..rules import age_key, claim_key, settle_dependencies
+from ..rules import age_key, claim_key, failure_cascade, settle_dependencies
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
 _JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on")
@@ -241,33 +235,26 @@ class Store:
 
     # Terminal failures ------------------------------------------------------------------
     def after_terminal_failure(self, job, now: datetime) -> tuple[list[UUID], list[Change]]:
-        """Fail what can no longer run because `job` failed for good."""
+        """Fail what can no longer run because `job` failed for good (see
+        `rules.failure_cascade`)."""
+        workflow = self.workflows.get(job.workflow_id) if job.workflow_id else None
+        batch = self.batches.get(job.batch_id) if job.batch_id else None
+        policy = workflow.failure_policy if workflow is not None else None
+        mode = batch.failure_mode if batch is not None else None
         cancelled: list[UUID] = []
         changes: list[Change] = []
-        policy = FailurePolicy.CONTINUE_ON_FAILURE
-        workflow = self.workflows.get(job.workflow_id) if job.workflow_id else None
-        if workflow is not None:
-            policy = workflow.failure_policy or policy
-        if policy == FailurePolicy.FAIL_FAST:
-            targets = [j for j in self.jobs.values() if j.workflow_id == job.workflow_id]
-            error = f"Workflow failed: job {job.id} failed (fail-fast policy)"
-            self._fail_pending(targets, error, now, cancelled, changes, dependency_failed=True)
-        elif policy == FailurePolicy.CONTINUE_ON_FAILURE:
-            targets = [self.jobs[i] for i in self.transitive_dependents(job.id)]
-            error = f"Dependency failed: job {job.id} failed"
-            self._fail_pending(targets, error, now, cancelled, changes, dependency_failed=True)
-        # FailurePolicy.MANUAL: dependents keep waiting until an operator retries the job.
-        batch = self.batches.get(job.batch_id) if job.batch_id else None
-        if batch is not None and batch.failure_mode == PartialFailureMode.FAIL_FAST:
-            error = f"Batch failed: job {job.id} failed (fail-fast mode)"
-            self._fail_pending(self.in_batch(job.batch_id), error, now, cancelled, changes)
+        for reach, fields in failure_cascade(job.id, policy, mode, now):
+            if reach == "workflow":
+                targets = [j for j in self.jobs.values() if j.workflow_id == job.workflow_id]
+            elif reach == "dependents":
+                targets = [self.jobs[i] for i in self.transitive_dependents(job.id)]
+            else:
+                targets = self.in_batch(job.batch_id)
+            self._fail_pending(targets, fields, cancelled, changes)
         return cancelled, changes
 
-    def _fail_pending(self, targets, error, now, cancelled, changes, dependency_failed=False):
+    def _fail_pending(self, targets, fields: dict, cancelled, changes) -> None:
         rows = sorted((j for j in targets if j.status == JobStatus.PENDING), key=lambda j: j.id)
-        fields = {"status": JobStatus.FAILED, "error_message": error, "failed_at": now}
-        if dependency_failed:
-            fields["dependency_status"] = DependencyStatus.FAILED
         for job in rows:
             write(job, fields)
             cancelled.append(job.id)

@@ -1,5 +1,8 @@
 """Headless Chromium (Debian's, at /usr/bin/chromium) driven by Playwright against
-pytest-django's live server, logged in as a staff user with every permission."""
+pytest-django's live server, logged in as a staff user with every permission.
+
+Screenshots go to var/screenshots/ (ignored by git); `HAMMERWEB_SCREENSHOTS=docs/screenshots`
+writes them over the README's instead (a path relative to the repository, or absolute)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+SCREENSHOTS = ROOT / (os.environ.get("HAMMERWEB_SCREENSHOTS") or "var/screenshots")
 PASSWORD = "browser-pw"
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from queues import demo_data
+from demo import data as demo_data
 from queues.api import Job, JobQueue, JobStatus
 
 from .conftest import screenshot

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import pytest
+from django.test import modify_settings
 
 from workers.api import autodiscover, handler_for, job_handler
 from workers.registry import unregister
 
 
+@modify_settings(INSTALLED_APPS={"append": "demo"})
 def test_autodiscover_finds_the_handlers_in_installed_apps_jobs_modules():
     autodiscover()
     from demo import jobs

@@ -1,15 +1,14 @@
-"""filljobs, measurepages and demo (without serving)."""
+"""filljobs and measurepages."""
 
 from __future__ import annotations
 
 from io import StringIO
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from queues.api import JobStatus
-from queues.models import Batch, Job, Workflow
+from queues.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -34,19 +33,3 @@ def test_measurepages_times_every_page():
     for label in ("overview", "page 2", "search payload text", "job", "reaper", "workers"):
         assert label in text
     assert "every page under" in text
-
-
-def test_demo_without_serving_loads_once(capsys):
-    call_command("demo", no_serve=True)
-    jobs = Job.objects.count()
-    assert jobs > 100
-    assert Batch.objects.count() == 1 and Workflow.objects.count() == 1
-    assert Job.objects.filter(cron_schedule__isnull=False).count() == 3
-    assert Job.objects.filter(status=JobStatus.DEAD).exists()
-    demo = User.objects.get(username="demo")
-    assert demo.is_staff and demo.check_password("demo")
-    viewer = User.objects.get(username="viewer")
-    assert viewer.is_staff and not viewer.has_perm("queues.change_job")
-    call_command("demo", no_serve=True)
-    assert Job.objects.count() == jobs
-    assert "already holds jobs" in capsys.readouterr().out

@@ -1,8 +1,10 @@
 """`manage.py demo`: a demo user, sample jobs, the dashboard and a worker, in one command.
 
-`make demo` runs `migrate` and then this. The worker is `manage.py runworker` in a child
-process; where that command is not installed, a small stand-in thread here plays the worker
-(claims, runs for a moment, completes or fails through the engine), so the dashboard moves.
+It exists where the demo app is installed, that is with HAMMERWEB_DEMO=1 (see
+hammerweb/settings.py); `make demo` sets it, runs `migrate` and then this. The worker is
+`manage.py runworker` in a child process; where that command is not installed, a small
+stand-in thread here plays the worker (claims, runs for a moment, completes or fails through
+the engine), so the dashboard moves.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
-from queues import demo_data
+from demo import data as demo_data
 from queues.api import DequeueOptions, JobOutcome, JobQueue
 from queues.models import Job
 
@@ -99,7 +101,8 @@ class Command(BaseCommand):
 
     def _start_worker(self, stop: threading.Event):
         if "runworker" in get_commands():
-            # The handlers of these queues are in the demo app's jobs.py.
+            # The handlers of these queues are in this app's jobs.py; the child inherits
+            # HAMMERWEB_DEMO=1, so it installs this app and finds them.
             manage = str(settings.BASE_DIR / "manage.py")
             command = [
                 sys.executable,

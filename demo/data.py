@@ -1,5 +1,5 @@
-"""Sample jobs for `manage.py demo`, on the queues that the `demo` app has handlers for
-(`demo/jobs.py`): half an hour of history (completed, failed, retried and dead runs), jobs
+"""Sample jobs for `manage.py demo`, on the queues that this app has handlers for
+(`jobs.py`): half an hour of history (completed, failed, retried and dead runs), jobs
 waiting now, recurring reports, a batch and a workflow, all written through `JobQueue`."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import random
 from datetime import timedelta
 
-from .api import (
+from queues.api import (
     DequeueOptions,
     Job,
     JobBatch,
@@ -18,7 +18,7 @@ from .api import (
     JobQueue,
     MockClock,
 )
-from .models import Job as JobRow
+from queues.models import Job as JobRow
 
 HISTORY_MINUTES = 28
 QUEUES = ["emails", "reports", "flaky", "slow"]
