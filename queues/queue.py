@@ -348,18 +348,23 @@ class JobQueue:
             job, outcome = finished[index]
             if job.run_token is not None:  # else recorded already, under another index
                 results[index] = self._record(job, outcome, now)
+        parents: set[UUID] = set()
         for token, indexes in plain.items():
             ids = [finished[i][0].id for i in indexes]
             written = dict(self.dialect.complete_runs(ids, token, now))
+            parents.update(job_id for job_id, has_dependents in written.items() if has_dependents)
             for i in indexes:
                 job = finished[i][0]
                 if job.id not in written:
                     continue  # a stale run: its answer stays None
                 job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
                 job.run_token = job.lease_expires_at = None
-                results[i] = recorded = RecordedOutcome(status=JobStatus.COMPLETED)
-                if written[job.id]:
-                    recorded.unblocked = self._graph.release_dependents(job.id)
+                results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+        # Dependents once every completion is written (a child of two of them is released
+        # at once), in the order of `finished`, as TestQueue does.
+        for i, (job, _) in enumerate(finished):
+            if job.id in parents and results[i] is not None:
+                results[i].unblocked = self._graph.release_dependents(job.id)
         return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:

@@ -304,7 +304,14 @@ def on_copies[T](jobs: list[Job], write: Callable[[list[Job]], T], atomic) -> T:
     run for stale."""
 
     def work():
-        copies = [_copy(job) for job in jobs]
+        # One copy per job object, however often it is listed: a job both finished and
+        # started in one call must see, when started, that its run has just ended.
+        by_object: dict[int, Job] = {}
+        copies = []
+        for job in jobs:
+            if id(job) not in by_object:
+                by_object[id(job)] = _copy(job)
+            copies.append(by_object[id(job)])
         return copies, write(copies)
 
     copies, result = atomic(work)

@@ -129,7 +129,9 @@ class Graph:
         )
         if not rows:
             return
-        ids = [row[0] for row in rows]
+        # Listed in UUID order, not the database's (MariaDB's native UUIDs sort by their last
+        # group first): every queue answers alike.
+        ids = sorted(row[0] for row in rows)
         self._jobs().filter(id__in=ids, status=JobStatus.PENDING).update(**fields)
         cancelled.extend(ids)
         changes.extend((b, w, JobStatus.PENDING, JobStatus.FAILED) for _, b, w in rows)
