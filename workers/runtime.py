@@ -393,7 +393,12 @@ class WorkerRun:
             recorded, answers = self._db(
                 lambda: self.queue.finish_and_start_runs(finished, starting), what, self.force
             )
-        except GaveUp:
+        except Exception as exc:
+            # GaveUp (the database stayed away until a forced stop) or a bug: either way the
+            # slots waiting on this write must go on. The jobs stay Running; their leases
+            # expire and the reaper takes them back.
+            if not isinstance(exc, GaveUp):
+                logger.exception("writing %s failed", what)
             if finished:
                 logger.warning("%d jobs ran but their outcomes were not written", len(finished))
             recorded, answers, written = [None] * len(finished), [None] * len(starting), False

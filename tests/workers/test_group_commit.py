@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from queues.api import TestQueue
+from queues.api import Job, TestQueue
 from workers.api import Worker
 from workers.runtime import LINGER, Request, WorkerRun
 
@@ -63,3 +63,27 @@ def test_short_jobs_wait_no_longer_than_the_linger():
     run._linger()
     assert run.requests.waits, "it did not wait for the busy slots"
     assert len(run.outbox) == 1
+
+
+def test_a_failed_write_does_not_stop_the_worker(caplog):
+    """A write that raises (a bug, not a lost connection) leaves its jobs Running for the
+    reaper; the slots waiting on it go on with the next jobs."""
+    from .helpers import running, wait_for_status
+
+    class BrokenOnce(TestQueue):
+        broken = 1
+
+        def finish_and_start_runs(self, finished, starting):
+            if self.broken:
+                self.broken -= 1
+                raise RuntimeError("a bug in the write")
+            return super().finish_and_start_runs(finished, starting)
+
+    queue = BrokenOnce()
+    for _ in range(3):
+        queue.enqueue(Job(queue_name="q"))
+    worker = Worker(queue, "q", lambda job: None, batch_size=1)
+    with caplog.at_level("ERROR", logger="workers"), running(worker):
+        wait_for_status(queue, "q", "Completed", 2, 10)
+    assert queue.get_job_counts_by_status("q")["Running"] == 1
+    assert "a bug in the write" in caplog.text
