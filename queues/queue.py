@@ -194,7 +194,8 @@ class JobQueue:
             return claimed
 
         if weights is None or weights.strict_priority:
-            return sorted(self._atomic(strict), key=_claim_key)
+            one = dialect.claim_is_one_statement
+            return sorted(dialect.atomic_retrying(strict, single_statement=one), key=_claim_key)
         return self._atomic(weighted)
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:

@@ -1,6 +1,8 @@
-"""One run of a `Worker`: a poller that claims batches sized by free capacity, slot threads
-that start and run the held jobs `batch_concurrency` at a time, and a heartbeat that keeps
-the lease of every held or running job.
+"""One run of a `Worker`: a poller that claims batches sized by free capacity; slot threads
+that run the held jobs `batch_concurrency` at a time; a writer that records what the slots
+hand in (the outcome of the job they ran and the start of the next held job they take)
+with one transaction for all requests waiting (`finish_and_start_runs`); and a heartbeat that
+keeps the lease of every held or running job.
 
 Who owns what: a claimed job is in `held` until a slot takes it, then in `running` until
 its outcome is written; both are guarded by `lock`. One throttle permit and one token of

@@ -77,10 +77,17 @@ class Dialect:
     def is_retryable(self, exc: DatabaseError) -> bool:
         return False
 
-    def atomic_retrying(self, fn, attempts: int = 5):
-        """Run `fn` in a transaction, again from the start after a transient lock conflict."""
+    #: The strict claim is one statement (claim_batch): it needs no transaction of its own.
+    claim_is_one_statement = False
+
+    def atomic_retrying(self, fn, attempts: int = 5, single_statement: bool = False):
+        """Run `fn` in a transaction, again from the start after a transient lock conflict.
+        `single_statement`: `fn` runs one statement, atomic by itself, so outside a caller's
+        transaction it runs in autocommit (no BEGIN and COMMIT round trips)."""
         for attempt in range(attempts):
             try:
+                if single_statement and not self.connection.in_atomic_block:
+                    return fn()
                 with transaction.atomic(using=self.using):
                     return fn()
             except DatabaseError as exc:
@@ -168,6 +175,7 @@ def _as_uuid(value):
 
 class PostgresDialect(Dialect):
     vendor = "postgresql"
+    claim_is_one_statement = True
 
     def cursor(self):
         # Django's cursors bind parameters client-side, so every execution is parsed and

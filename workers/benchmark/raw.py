@@ -105,8 +105,8 @@ class RawLoop:
                 "lease_expires_at": now + LEASE,
                 "token": token,
             }
-            with conn.transaction():
-                ids = [row[0] for row in conn.execute(self.claim_sql, params).fetchall()]
+            # One statement, in autocommit as Hammerweb's strict claim on PostgreSQL.
+            ids = [row[0] for row in conn.execute(self.claim_sql, params).fetchall()]
             if ids:
                 conn.execute(self.complete_sql, {"now": now, "ids": ids, "token": token})
             return len(ids)
