@@ -26,7 +26,14 @@ application = ProtocolTypeRouter(
     {
         "http": http_application,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter([path("ws/dashboard/", DashboardConsumer.as_asgi())]))
+            AuthMiddlewareStack(
+                URLRouter(
+                    [
+                        path("ws/dashboard/", DashboardConsumer.as_asgi()),
+                        path("ws/dashboard/<slug:page>/", DashboardConsumer.as_asgi()),
+                    ]
+                )
+            )
         ),
     }
 )

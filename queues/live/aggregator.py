@@ -1,8 +1,9 @@
 """One aggregator per event loop (daphne runs one loop, so one per web process).
 
-While at least one dashboard is connected it reads the overview (one database read however
-many dashboards are open), renders the live partial for each audience with someone connected,
-and sends a partial to that audience's channels group only when its HTML changed.
+While at least one dashboard is connected it reads each page someone watches (one database
+read per page however many dashboards are open: see `render.PAGES`), renders its live partial
+for each audience with someone connected, and sends a partial to that audience's channels
+group only when its HTML changed.
 
 When it reads: on PostgreSQL when the LISTEN thread is woken by NOTIFY (sent at COMMIT of each
 state change), at most every `PG_MIN_GAP` seconds so a burst of commits costs one read, and
@@ -24,7 +25,7 @@ from channels.layers import get_channel_layer
 from django.db import connections
 
 from .listen import Listener
-from .render import Audience, group_of, render_overview
+from .render import Audience, group_of, render_page
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +50,9 @@ class Aggregator:
     def __init__(self, loop: asyncio.AbstractEventLoop, using: str = "default") -> None:
         self.loop = loop
         self.using = using
-        self.audiences: Counter[Audience] = Counter()
-        self.last: dict[Audience, str] = {}
+        # (page, audience) -> connected dashboards
+        self.audiences: Counter[tuple[str, Audience]] = Counter()
+        self.last: dict[tuple[str, Audience], str] = {}
         self.woken = asyncio.Event()
         self.task: asyncio.Task | None = None
         self.listener: Listener | None = None
@@ -60,17 +62,18 @@ class Aggregator:
     def notified(self) -> bool:
         return connections[self.using].vendor == "postgresql"
 
-    def subscribe(self, audience: Audience) -> None:
-        self.audiences[audience] += 1
+    def subscribe(self, audience: Audience, page: str = "overview") -> None:
+        self.audiences[page, audience] += 1
         self.woken.set()  # read soon: the new dashboard's page may be older than our last read
         if self.task is None or self.task.done():
             self.task = self.loop.create_task(self._run(), name="hammerweb-aggregator")
 
-    def unsubscribe(self, audience: Audience) -> None:
-        self.audiences[audience] -= 1
-        if self.audiences[audience] <= 0:
-            del self.audiences[audience]
-            self.last.pop(audience, None)
+    def unsubscribe(self, audience: Audience, page: str = "overview") -> None:
+        key = (page, audience)
+        self.audiences[key] -= 1
+        if self.audiences[key] <= 0:
+            del self.audiences[key]
+            self.last.pop(key, None)
         if not self.audiences:
             self.woken.set()  # let the loop see that nobody is left
 
@@ -104,16 +107,21 @@ class Aggregator:
             await asyncio.wait_for(self.woken.wait(), PG_FALLBACK - PG_MIN_GAP)
 
     async def _read_and_push(self) -> None:
-        audiences = list(self.audiences)
-        try:
-            rendered = await database_sync_to_async(render_overview)(audiences)
-        except Exception:
-            # A database hiccup must not end the push; the next turn reads again.
-            logger.exception("live dashboard: reading the overview failed")
-            return
-        self.reads += 1
+        by_page: dict[str, list[Audience]] = {}
+        for page, audience in self.audiences:
+            by_page.setdefault(page, []).append(audience)
         layer = get_channel_layer()
-        for audience, html in rendered.items():
-            if audience in self.audiences and self.last.get(audience) != html:
-                self.last[audience] = html
-                await layer.group_send(group_of(audience), {"type": MESSAGE_TYPE, "html": html})
+        for page, audiences in by_page.items():
+            try:
+                rendered = await database_sync_to_async(render_page)(page, audiences)
+            except Exception:
+                # A database hiccup must not end the push; the next turn reads again.
+                logger.exception("live dashboard: reading the %s page failed", page)
+                continue
+            self.reads += 1
+            for audience, html in rendered.items():
+                key = (page, audience)
+                if key in self.audiences and self.last.get(key) != html:
+                    self.last[key] = html
+                    message = {"type": MESSAGE_TYPE, "html": html}
+                    await layer.group_send(group_of(audience, page), message)

@@ -6,30 +6,35 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from . import aggregator
-from .render import Audience, audience_of, group_of
+from .render import PAGES, Audience, audience_of, group_of
 
 
 class DashboardConsumer(AsyncWebsocketConsumer):
+    """`/ws/dashboard/` pushes the overview, `/ws/dashboard/<page>/` one of `render.PAGES`."""
+
     audience: Audience | None = None
+    page = "overview"
 
     async def connect(self) -> None:
         user = self.scope.get("user")
+        page = self.scope.get("url_route", {}).get("kwargs", {}).get("page", "overview")
         # The same rule as the pages (staff_member_required): an active staff user. Closing
         # before accepting refuses the handshake (HTTP 403).
-        if user is None or not user.is_active or not user.is_staff:
+        if user is None or not user.is_active or not user.is_staff or page not in PAGES:
             await self.close()
             return
-        audience = await database_sync_to_async(audience_of)(user)
-        await self.channel_layer.group_add(group_of(audience), self.channel_name)
+        audience = await database_sync_to_async(audience_of)(user, page)
+        await self.channel_layer.group_add(group_of(audience, page), self.channel_name)
         await self.accept()
-        self.audience = audience
-        aggregator.current().subscribe(audience)
+        self.audience, self.page = audience, page
+        aggregator.current().subscribe(audience, page)
 
     async def disconnect(self, code) -> None:
         if self.audience is None:
             return
-        aggregator.current().unsubscribe(self.audience)
-        await self.channel_layer.group_discard(group_of(self.audience), self.channel_name)
+        aggregator.current().unsubscribe(self.audience, self.page)
+        group = group_of(self.audience, self.page)
+        await self.channel_layer.group_discard(group, self.channel_name)
         self.audience = None
 
     async def receive(self, text_data=None, bytes_data=None) -> None:

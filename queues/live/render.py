@@ -1,14 +1,21 @@
-"""The overview's live partial, rendered once per audience for the push.
+"""The pages' live partials, rendered once per audience for the push.
 
-The pushed HTML is the same `{% partialdef %}` the 2 s poll returns, so htmx's ws extension
-swaps it out-of-band by its id. It cannot depend on one user: what differs between users is
-only which permission-gated buttons show (`AUDIENCE_PERMISSIONS`), so there is one rendering,
-and one channels group, per set of those permissions. No CSRF token is rendered into the
-forms: htmx sends the page's token in the `X-CSRFToken` header (`hx-headers` on <body>), and a
-token rendered here would belong to no one's session.
+Pushed pages are those whose live region is the same for every viewer (`PAGES`): the overview
+and the workers page. (A queue's or a job's page depends on its viewer's filters and cursor,
+so it would cost a read per viewer: those keep polling.) The pushed HTML is the same
+`{% partialdef %}` the 2 s poll returns, so htmx's ws extension swaps it out-of-band by its
+id. It cannot depend on one user: what differs between users is only which permission-gated
+buttons show (a page's permissions), so there is one rendering, and one channels group, per
+page and set of those permissions. No CSRF token is rendered into the forms: htmx sends the
+page's token in the `X-CSRFToken` header (`hx-headers` on <body>), and a token rendered here
+would belong to no one's session.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.http import HttpRequest
 from django.template.loader import render_to_string
@@ -24,35 +31,67 @@ AUDIENCE_PERMISSIONS = ("queues.change_queuepause",)
 Audience = tuple[str, ...]
 
 
-def audience_of(user) -> Audience:
-    """The gated permissions `user` has (a database read: call it off the event loop)."""
-    return tuple(perm for perm in AUDIENCE_PERMISSIONS if user.has_perm(perm))
+@dataclass(frozen=True)
+class Page:
+    partial: str
+    #: The permissions its partial checks: one rendering per subset a viewer has.
+    permissions: tuple[str, ...]
+    #: The page's context (one database read for every audience), given the time.
+    read: Callable[[datetime], dict]
 
 
-def group_of(audience: Audience) -> str:
-    """The channels group of an audience (ASCII letters, digits, '-', '_', '.')."""
-    return ".".join(["dashboard-overview", *audience]).replace("queues.", "")
+def _overview(now: datetime) -> dict:
+    return {"overview": stats.overview(now)}
+
+
+def _workers(now: datetime) -> dict:
+    return {"workers": stats.workers(now), "stale_after": stats.WORKER_STALE_AFTER}
+
+
+PAGES = {
+    "overview": Page(PARTIAL, AUDIENCE_PERMISSIONS, _overview),
+    "workers": Page("dashboard/workers.html#workers-live", (), _workers),
+}
+
+
+def audience_of(user, page: str = "overview") -> Audience:
+    """The gated permissions of `page` that `user` has (a database read: call it off the
+    event loop)."""
+    return tuple(perm for perm in PAGES[page].permissions if user.has_perm(perm))
+
+
+def group_of(audience: Audience, page: str = "overview") -> str:
+    """The channels group of a page's audience (ASCII letters, digits, '-', '_', '.')."""
+    return ".".join([f"dashboard-{page}", *audience]).replace("queues.", "")
 
 
 def render_overview(audiences: list[Audience]) -> dict[Audience, str]:
     """One database read of the overview, rendered for each audience."""
+    return render_page("overview", audiences)
+
+
+def render_page(page: str, audiences: list[Audience]) -> dict[Audience, str]:
+    """One database read of `page`'s live region, rendered for each audience."""
+    spec = PAGES[page]
     now = timezone.now()
-    overview = stats.overview(now)
+    context = spec.read(now)
     request = HttpRequest()
     request.method = "GET"
-    request.path = request.path_info = reverse("dashboard:overview")
+    request.path = request.path_info = reverse(f"dashboard:{page}")
     rendered = {}
     for audience in audiences:
         perms: dict[str, dict[str, bool]] = {}
-        for perm in AUDIENCE_PERMISSIONS:
+        for perm in spec.permissions:
             app, codename = perm.split(".")
             perms.setdefault(app, {})[codename] = perm in audience
-        context = {
-            "overview": overview,
-            "now": now,
-            "request": request,
-            "perms": perms,
-            "pushed": True,  # no {% csrf_token %}; see the module docstring
-        }
-        rendered[audience] = render_to_string(PARTIAL, context)
+        rendered[audience] = render_to_string(
+            spec.partial,
+            {
+                **context,
+                "now": now,
+                "request": request,
+                "perms": perms,
+                "pushed": True,  # no {% csrf_token %}; see the module docstring
+            },
+        )
     return rendered

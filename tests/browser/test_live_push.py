@@ -26,6 +26,21 @@ def asgi_page(browser, asgi_server, staff):
     context.close()
 
 
+def _refuse_polls(page) -> list:
+    """From now on every htmx request (a poll) is refused; the list collects their URLs."""
+    polls: list = []
+
+    def refuse(route):
+        if route.request.headers.get("hx-request"):
+            polls.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route("**/*", refuse)
+    return polls
+
+
 def test_a_count_changes_through_the_websocket_alone(asgi_page):
     page, engine, queue = asgi_page, JobQueue(), unique_queue("ws")
     engine.enqueue(Job(queue_name=queue, payload={}))
@@ -35,18 +50,28 @@ def test_a_count_changes_through_the_websocket_alone(asgi_page):
     # The socket is open: live.js marked <body>, so the poll's trigger filter is false.
     expect(page.locator("body[data-ws-live]")).to_have_count(1)
     # From now on any poll (an htmx GET) would be refused, and is counted.
-    polls = []
-
-    def refuse_polls(route):
-        if route.request.headers.get("hx-request"):
-            polls.append(route.request.url)
-            route.abort()
-        else:
-            route.continue_()
-
-    page.route("**/*", refuse_polls)
+    polls = _refuse_polls(page)
     page.evaluate("window.notReloaded = true")
     engine.enqueue(Job(queue_name=queue, payload={}))
     expect(pending).to_have_text("2", timeout=5_000)
+    assert page.evaluate("window.notReloaded") is True
+    assert polls == []
+
+
+def test_the_workers_page_changes_through_the_websocket_alone(asgi_page, asgi_server):
+    from queues.models import WorkerProcess
+
+    page = asgi_page
+    worker = WorkerProcess.objects.create(hostname="ws-box", pid=31337, queues=["emails"])
+    page.goto(f"{asgi_server}/workers/")
+    row = page.locator("#workers-live tr", has_text="ws-box")
+    expect(row).to_have_count(1)
+    expect(page.locator("body[data-ws-live]")).to_have_count(1)
+    polls = _refuse_polls(page)
+    page.evaluate("window.notReloaded = true")
+    WorkerProcess.objects.filter(pk=worker.pk).update(jobs_processed=4321)
+    # Pushed at the aggregator's next read (on PostgreSQL its 5 s timer: a heartbeat sends
+    # no NOTIFY).
+    expect(row).to_contain_text("4.3k", timeout=10_000)
     assert page.evaluate("window.notReloaded") is True
     assert polls == []

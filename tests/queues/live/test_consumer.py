@@ -100,6 +100,47 @@ def test_the_pushed_partial_shows_the_pause_toggle_only_to_those_who_may_pause()
     assert f'aria-label="Pause {queue}"' not in async_to_sync(first_push)(_headers(viewer))
 
 
+def test_the_workers_page_is_pushed_when_a_worker_reports():
+    """The workers page has its own socket (/ws/dashboard/workers/): a staff session gets its
+    live region, and the new counts once a worker's heartbeat row changes."""
+    from queues.models import WorkerProcess
+
+    staff = User.objects.create_user("ops", is_staff=True)
+    worker = WorkerProcess.objects.create(hostname="<b>box</b>", pid=4242, queues=["emails"])
+    headers = _headers(staff)
+
+    async def scenario():
+        communicator = WebsocketCommunicator(application, "/ws/dashboard/workers/", headers)
+        connected, _ = await communicator.connect()
+        assert connected
+        try:
+            html = await _receive_until(communicator, lambda h: "4242" in h)
+            assert 'id="workers-live"' in html
+            assert "&lt;b&gt;box&lt;/b&gt;" in html and "<b>box" not in html
+            # A heartbeat: 17 jobs processed. On PostgreSQL no NOTIFY wakes the aggregator
+            # for it (not a job's state), so it shows at the next timed read.
+            await _in_thread(
+                lambda: WorkerProcess.objects.filter(pk=worker.pk).update(jobs_processed=17)
+            )
+            html = await _receive_until(communicator, lambda h: ">17<" in h)
+        finally:
+            await communicator.disconnect()
+
+    async_to_sync(scenario)()
+
+
+def test_an_unknown_page_is_refused():
+    headers = _headers(User.objects.create_user("ops", is_staff=True))
+
+    async def scenario():
+        communicator = WebsocketCommunicator(application, "/ws/dashboard/queue/", headers)
+        connected, _ = await communicator.connect()
+        await communicator.disconnect()
+        return connected
+
+    assert async_to_sync(scenario)() is False
+
+
 @pytest.mark.parametrize("who", ["anonymous", "not staff", "inactive staff"])
 def test_a_connection_without_a_staff_session_is_refused(who):
     user = {

@@ -29,3 +29,6 @@ def test_audiences_and_their_groups(django_user_model):
     assert audience_of(user) == ("queues.change_queuepause",)
     assert group_of(()) == "dashboard-overview"
     assert group_of(("queues.change_queuepause",)) == "dashboard-overview.change_queuepause"
+    # The workers page checks no permission: one audience, one group for every viewer.
+    assert audience_of(user, "workers") == ()
+    assert group_of((), "workers") == "dashboard-workers"
