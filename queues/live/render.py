@@ -1,14 +1,14 @@
 """The pages' live partials, rendered once per audience for the push.
 
-Pushed pages are those whose live region is the same for every viewer (`PAGES`): the overview
-and the workers page. (A queue's or a job's page depends on its viewer's filters and cursor,
-so it would cost a read per viewer: those keep polling.) The pushed HTML is the same
-`{% partialdef %}` the 2 s poll returns, so htmx's ws extension swaps it out-of-band by its
-id. It cannot depend on one user: what differs between users is only which permission-gated
-buttons show (a page's permissions), so there is one rendering, and one channels group, per
-page and set of those permissions. No CSRF token is rendered into the forms: htmx sends the
-page's token in the `X-CSRFToken` header (`hx-headers` on <body>), and a token rendered here
-would belong to no one's session.
+Pushed pages are those whose live region is the same for every viewer (`PAGES`): the
+overview, the workers page and the reaper page. (A queue's or a job's page depends on its
+viewer's filters and cursor, so it would cost a read per viewer: those keep polling.) The
+pushed HTML is the same `{% partialdef %}` the 2 s poll returns, so htmx's ws extension swaps
+it out-of-band by its id. It cannot depend on one user: what differs between users is only
+which permission-gated buttons show (a page's permissions), so there is one rendering, and
+one channels group, per page and set of those permissions. No CSRF token is rendered into
+the forms: htmx sends the page's token in the `X-CSRFToken` header (`hx-headers` on <body>),
+and a token rendered here would belong to no one's session.
 """
 
 from __future__ import annotations
@@ -48,9 +48,14 @@ def _workers(now: datetime) -> dict:
     return {"workers": stats.workers(now), "stale_after": stats.WORKER_STALE_AFTER}
 
 
+def _reaper(now: datetime) -> dict:
+    return {"runs": stats.reaper_runs(), "expired": stats.expired_leases(now)}
+
+
 PAGES = {
     "overview": Page(PARTIAL, AUDIENCE_PERMISSIONS, _overview),
     "workers": Page("dashboard/workers.html#workers-live", (), _workers),
+    "reaper": Page("dashboard/reaper.html#reaper-live", (), _reaper),
 }
 
 

@@ -129,6 +129,29 @@ def test_the_workers_page_is_pushed_when_a_worker_reports():
     async_to_sync(scenario)()
 
 
+def test_the_reaper_page_is_pushed_with_its_expired_leases():
+    from datetime import timedelta
+
+    staff = User.objects.create_user("ops", is_staff=True)
+    engine, queue = JobQueue(), unique_queue("live_reaper")
+    engine.enqueue(Job(queue_name=queue, payload={}))
+    lease = DequeueOptions.batch(1).with_lease_duration(timedelta(milliseconds=1))
+    [run] = engine.dequeue(queue, lease)
+    headers = _headers(staff)
+
+    async def scenario():
+        communicator = WebsocketCommunicator(application, "/ws/dashboard/reaper/", headers)
+        connected, _ = await communicator.connect()
+        assert connected
+        try:
+            html = await _receive_until(communicator, lambda h: str(run.id)[:8] in h)
+            assert 'id="reaper-live"' in html and queue in html
+        finally:
+            await communicator.disconnect()
+
+    async_to_sync(scenario)()
+
+
 def test_an_unknown_page_is_refused():
     headers = _headers(User.objects.create_user("ops", is_staff=True))
 
