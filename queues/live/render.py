@@ -1,7 +1,7 @@
 """The pages' live partials, rendered once per audience for the push.
 
 Pushed pages are those whose live region is the same for every viewer (`PAGES`): the
-overview, the workers page and the reaper page. (A queue's or a job's page depends on its
+overview and the workers, reaper and recurring pages. (A queue's or a job's page depends on its
 viewer's filters and cursor, so it would cost a read per viewer: those keep polling.) The
 pushed HTML is the same `{% partialdef %}` the 2 s poll returns, so htmx's ws extension swaps
 it out-of-band by its id. It cannot depend on one user: what differs between users is only
@@ -52,10 +52,18 @@ def _reaper(now: datetime) -> dict:
     return {"runs": stats.reaper_runs(), "expired": stats.expired_leases(now)}
 
 
+def _recurring(now: datetime) -> dict:
+    return {"jobs": stats.recurring_jobs()}
+
+
 PAGES = {
     "overview": Page(PARTIAL, AUDIENCE_PERMISSIONS, _overview),
     "workers": Page("dashboard/workers.html#workers-live", (), _workers),
     "reaper": Page("dashboard/reaper.html#reaper-live", (), _reaper),
+    # Enable/Disable buttons for those who may change jobs.
+    "recurring": Page(
+        "dashboard/recurring.html#recurring-live", ("queues.change_job",), _recurring
+    ),
 }
 
 

@@ -152,6 +152,33 @@ def test_the_reaper_page_is_pushed_with_its_expired_leases():
     async_to_sync(scenario)()
 
 
+def test_the_recurring_page_shows_its_buttons_only_to_those_who_may_change_jobs():
+    from django.contrib.auth.models import Permission
+
+    viewer = User.objects.create_user("viewer", is_staff=True)
+    operator = User.objects.create_user("operator", is_staff=True)
+    operator.user_permissions.set(Permission.objects.filter(codename="change_job"))
+    queue = unique_queue("live_cron")
+    JobQueue().enqueue(Job(queue_name=queue, cron_schedule="0 0 * * * *", timezone="UTC"))
+
+    def first_push(headers) -> str:
+        async def scenario():
+            communicator = WebsocketCommunicator(application, "/ws/dashboard/recurring/", headers)
+            connected, _ = await communicator.connect()
+            assert connected
+            try:
+                return await _receive_until(communicator, lambda h: queue in h)
+            finally:
+                await communicator.disconnect()
+
+        return async_to_sync(scenario)()
+
+    pushed = first_push(_headers(operator))
+    assert 'id="recurring-live"' in pushed and ">Disable</button>" in pushed
+    assert "csrfmiddlewaretoken" not in pushed
+    assert ">Disable</button>" not in first_push(_headers(viewer))
+
+
 def test_an_unknown_page_is_refused():
     headers = _headers(User.objects.create_user("ops", is_staff=True))
 
