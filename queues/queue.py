@@ -31,8 +31,9 @@ from .outcomes import (
     StaleJobRecovery,
     plan_outcome,
 )
-from .rules import age_key as _age_key
 from .rules import (
+    BATCH_FAILED,
+    batch_failed_error,
     batch_result,
     batch_row,
     check_outcome,
@@ -49,6 +50,7 @@ from .rules import (
     split_finished,
     workflow_row,
 )
+from .rules import age_key as _age_key
 from .rules import claim_key as _claim_key
 from .rules import parse_job_id as _job_id
 from .rules import positive_lease as _positive
@@ -316,11 +318,11 @@ class JobQueue:
             first = (
                 self._jobs()
                 .filter(batch_id=batch_id, status__in=list(FAILURE_STATUSES))
-                .exclude(error_message__startswith="Batch failed")
+                .exclude(error_message__startswith=BATCH_FAILED)
                 .values_list("id", flat=True)
                 .first()
             )
-            errors[batch_id] = f"Batch failed: job {first} failed (fail-fast mode)"
+            errors[batch_id] = batch_failed_error(first)
         return errors
 
     def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:

@@ -225,9 +225,17 @@ def failure_cascade(
         cascade.append(("dependents", _failed(error, now, dependency=True)))
     # FailurePolicy.MANUAL: dependents keep waiting until an operator retries the job.
     if batch_mode == PartialFailureMode.FAIL_FAST:
-        error = f"Batch failed: job {job_id} failed (fail-fast mode)"
-        cascade.append(("batch", _failed(error, now)))
+        cascade.append(("batch", _failed(batch_failed_error(job_id), now)))
     return cascade
+
+
+#: How the error of a job failed by its fail-fast batch begins (not the batch's first failure).
+BATCH_FAILED = "Batch failed"
+
+
+def batch_failed_error(first_failure) -> str:
+    """The error of the jobs a fail-fast batch fails after `first_failure` failed."""
+    return f"{BATCH_FAILED}: job {first_failure} failed (fail-fast mode)"
 
 
 def _failed(error: str, now: datetime, dependency: bool = False) -> dict:

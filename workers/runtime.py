@@ -12,7 +12,6 @@ with, the tokens only if it was not run.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 import time
@@ -57,7 +56,6 @@ class WorkerRun:
         self.queue = worker.queue
         # A TestQueue (in memory) has no database alias and no connection to lose.
         self.using = getattr(self.queue, "using", "default")
-        self.tokens = "run_token" in inspect.signature(self.queue.dequeue).parameters
         self.stop = stop
         self.force = force
         # One lock guards `held`, `running`, `outbox` and `stopping`; each kind of waiter has
@@ -209,7 +207,7 @@ class WorkerRun:
         def claim() -> list[Job]:
             nonlocal tries
             tries += 1
-            if tries > 1 and self.tokens:
+            if tries > 1:
                 jobs = Job.objects.using(self.using).filter(
                     queue_name=self.worker.queue_name, status=JobStatus.RUNNING, run_token=token
                 )
@@ -217,9 +215,7 @@ class WorkerRun:
                 if found:
                     logger.warning("found %d jobs of a claim whose reply was lost", len(found))
                     return found
-            if self.tokens:
-                return self.queue.dequeue(self.worker.queue_name, options, run_token=token)
-            return self.queue.dequeue(self.worker.queue_name, options)
+            return self.queue.dequeue(self.worker.queue_name, options, run_token=token)
 
         return claim
 

@@ -215,17 +215,12 @@ class MySQLDialect(Dialect):
         return bool(args) and args[0] in _MYSQL_RETRYABLE
 
     def claim(self, queue, limit, now, lease_expires_at, token, priority=None):
-        # Two statements, one transaction (see mysql.sql): lock the rows, then mark them.
-        params = {"queue": queue, "limit": limit, "now": self.dt(now)}
-        name = "claim_batch"
-        if priority is not None:
-            params["priority"] = priority
-            name = "claim_batch_at_level"
+        # Two statements, one transaction (see mysql.sql): the base claim's locking read
+        # (its lease and token parameters go unused), then mark_claimed marks the rows.
+        jobs = super().claim(queue, limit, now, lease_expires_at, token, priority)
+        if not jobs:
+            return jobs
         with self.cursor() as cursor:
-            cursor.execute(self.queries[name], params)
-            jobs = self.reader.read(cursor.description, cursor.fetchall())
-            if not jobs:
-                return jobs
             cursor.execute(
                 self.queries["mark_claimed"],
                 {

@@ -23,7 +23,14 @@ from ..engine.graph import Change, batch_state, tally, workflow_state
 from ..enums import FAILURE_STATUSES, DependencyStatus, JobStatus, PartialFailureMode
 from ..exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
 from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
-from ..rules import age_key, claim_key, failure_cascade, settle_dependencies
+from ..rules import (
+    BATCH_FAILED,
+    age_key,
+    batch_failed_error,
+    claim_key,
+    failure_cascade,
+    settle_dependencies,
+)
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
 _JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on")
@@ -196,12 +203,12 @@ class Store:
                 job
                 for job in self.in_batch(batch_id)
                 if job.status in FAILURE_STATUSES
-                and not (job.error_message or "").startswith("Batch failed")
+                and not (job.error_message or "").startswith(BATCH_FAILED)
             ),
             key=claim_key,
         )
         first = failures[0].id if failures else None
-        return f"Batch failed: job {first} failed (fail-fast mode)"
+        return batch_failed_error(first)
 
     def blocked(self, job_id: UUID) -> bool:
         """Whether a job waits for a parent that is not Completed."""
