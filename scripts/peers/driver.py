@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import importlib
 import json
-import math
 import os
 import random
 import signal
@@ -29,6 +28,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from peers import shapes
+from peers.report import percentile
 
 SCRIPTS = Path(__file__).resolve().parent.parent
 POLL = 0.02
@@ -181,12 +181,6 @@ def throughput(peer: str, dsn: str, settings: dict, shape: str, jobs: int, log: 
         "stop_seconds": stop_seconds,
         "verified": checked,
     }
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile: the smallest value with `fraction` of the values at or below."""
-    ranked = sorted(values)
-    return ranked[min(len(ranked), max(1, math.ceil(fraction * len(ranked)))) - 1]
 
 
 def pickup(peer: str, dsn: str, settings: dict, samples: int, log: Path, seed: int) -> dict:

@@ -4,8 +4,16 @@ prints. Stdlib only."""
 from __future__ import annotations
 
 import json
+import math
 
 from .registry import PEERS, SHAPE_LABELS
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile: the smallest value with `fraction` of the values at or below
+    it (p99 of 100 samples is the 99th smallest, not an interpolation)."""
+    ranked = sorted(values)
+    return ranked[min(len(ranked), max(1, math.ceil(fraction * len(ranked)))) - 1]
 
 
 def key_figure(shape: str) -> str:
