@@ -26,18 +26,15 @@ chancy = Chancy(
 )
 
 
+async def write_row(n: int) -> None:
+    # Through the app's own pool, as Chancy's docs do for transactional pushes.
+    async with chancy.pool.connection() as connection:
+        await connection.execute(f"INSERT INTO {shapes.ROWS_TABLE} (n) VALUES (%s)", [n])
+
+
 @job(queue=QUEUE)
 async def bench(*, n: int) -> object:
-    shape = shapes.shape()
-    if shape == "pickup":
-        shapes.report_start(n)
-    elif shape == "dict":
-        return shapes.result(n)
-    elif shape == "sql":
-        # Through the app's own pool, as Chancy's docs do for transactional pushes.
-        async with chancy.pool.connection() as connection:
-            await connection.execute(f"INSERT INTO {shapes.ROWS_TABLE} (n) VALUES (%s)", [n])
-    return None
+    return await shapes.handle(n, write_row)
 
 
 # The benchmark's side.

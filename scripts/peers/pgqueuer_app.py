@@ -29,8 +29,7 @@ async def main():
         pgq = PgQueuer.from_psycopg_connection(connection)
     else:
         pgq = PgQueuer.from_asyncpg_connection(await asyncpg.connect(shapes.dsn()))
-    shape = shapes.shape()
-    if shape == "sql":
+    if shapes.shape() == "sql":
         # The app's own pool, as the tuning guide says: the QueueManager's connection is its
         # LISTEN channel and its queries, not the handlers'.
         size = int(settings.get("app_pool", 10))
@@ -40,15 +39,11 @@ async def main():
 
     @pgq.entrypoint(ENTRYPOINT, accepts_context=True)
     async def bench(job: Job, context: Context) -> object:
-        n = json.loads(job.payload)["n"]
-        if shape == "pickup":
-            shapes.report_start(n)
-        elif shape == "dict":
-            return shapes.result(n)
-        elif shape == "sql":
+        async def write_row(n: int) -> None:
             async with context.resources["pool"].acquire() as connection:
                 await connection.execute(f"INSERT INTO {shapes.ROWS_TABLE} (n) VALUES ($1)", n)
-        return None
+
+        return await shapes.handle(json.loads(job.payload)["n"], write_row)
 
     try:
         yield pgq

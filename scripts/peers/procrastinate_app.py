@@ -25,17 +25,13 @@ app = procrastinate.App(
 
 @app.task(name="bench", queue=QUEUE, pass_context=True)
 async def bench(context: procrastinate.JobContext, n: int) -> object:
-    shape = shapes.shape()
-    if shape == "pickup":
-        shapes.report_start(n)
-    elif shape == "dict":
-        return shapes.result(n)
-    elif shape == "sql":
+    async def write_row(n: int) -> None:
         # Through the app's own connector (its pool), as a Procrastinate task would.
         await context.app.connector.execute_query_async(
             f"INSERT INTO {shapes.ROWS_TABLE} (n) VALUES (%(n)s)", n=n
         )
-    return None
+
+    return await shapes.handle(n, write_row)
 
 
 # The benchmark's side.

@@ -6,10 +6,12 @@ Stdlib only; imported by the peers' apps inside their worker processes.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import time
+from collections.abc import Awaitable, Callable
 
 DSN_ENV = "PEERBENCH_DSN"
 SHAPE_ENV = "PEERBENCH_SHAPE"
@@ -27,6 +29,7 @@ def dsn() -> str:
     return os.environ[DSN_ENV]
 
 
+@functools.cache
 def shape() -> str:
     return os.environ.get(SHAPE_ENV, "noop")
 
@@ -51,3 +54,16 @@ def report_start(n: int) -> None:
     if _probe is None:
         _probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     _probe.sendto(f"{n} {started!r}".encode(), os.environ[SOCKET_ENV])
+
+
+async def handle(n: int, write_row: Callable[[int], Awaitable[None]]) -> object:
+    """Every peer's handler body for job `n`; `write_row(n)` is the peer's own way to write
+    the `sql` shape's row (its pool, its connector)."""
+    current = shape()
+    if current == "pickup":
+        report_start(n)
+    elif current == "dict":
+        return result(n)
+    elif current == "sql":
+        await write_row(n)
+    return None
