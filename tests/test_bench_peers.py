@@ -111,10 +111,12 @@ def test_percentile_is_nearest_rank():
 
 
 def test_rounds_interleave_peers_within_each_shape(monkeypatch, tmp_path, capsys):
-    calls = []
+    calls, throughput_extras = [], []
 
     def fake_driver(python, command, peer, dsn, settings, log, *extra):
         calls.append((command, peer, extra[1] if command == "throughput" else command))
+        if command == "throughput":
+            throughput_extras.append(extra)
         if command == "setup":
             return {"server_version": "15", "database": dsn.rsplit("/", 1)[-1]}
         if command == "pickup":
@@ -126,6 +128,7 @@ def test_rounds_interleave_peers_within_each_shape(monkeypatch, tmp_path, capsys
     monkeypatch.setattr(cli, "run_driver", fake_driver)
     argv = ["--peers", "chancy,pgqueuer", "--shapes", "noop,pickup", "--repeat", "2", "--json"]
     assert cli.main(argv) == 0
+    assert all("--planner-stats" in call for call in throughput_extras)
     measured = [call[1:] for call in calls if call[0] != "setup"]
     assert measured == [("chancy", "noop"), ("pgqueuer", "noop"), ("chancy", "pickup"),
                         ("pgqueuer", "pickup")] * 2

@@ -65,6 +65,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="PEER.KEY=VALUE",
         help="override one of a peer's settings, e.g. pgqueuer.batch_size=10 (repeatable)",
     )
+    parse.add_argument(
+        "--planner-stats",
+        choices=["backlog", "empty"],
+        default="backlog",
+        help="ANALYZE the peer's tables after the bulk enqueue (backlog, untimed, as "
+        "autovacuum would on a live server) or only while empty, before it (default %(default)s)",
+    )
     parse.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parse
 
@@ -129,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             result = run_driver(pythons[peer], "pickup", peer, urls[peer], settings[peer], log,
                                 *extra)
         else:
-            extra = ("--shape", shape, "--jobs", str(args.jobs))
+            extra = ("--shape", shape, "--jobs", str(args.jobs),
+                     "--planner-stats", args.planner_stats)
             result = run_driver(pythons[peer], "throughput", peer, urls[peer], settings[peer],
                                 log, *extra)
         run = {"peer": peer, "version": PEERS[peer].version, "shape": shape,
@@ -149,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": args.jobs,
         "samples": args.samples,
         "repeat": args.repeat,
+        "planner_stats": args.planner_stats,
         "load_before": [round(value, 2) for value in load_before],
         "load_after": [round(value, 2) for value in os.getloadavg()],
         "cpus": os.cpu_count(),

@@ -60,7 +60,8 @@ def as_table(meta: dict, results: list[dict]) -> str:
     repeat = f", median of {meta['repeat']} rounds" if meta["repeat"] > 1 else ""
     lines = [
         f"PostgreSQL {meta.get('server_version', '?')}, {meta['jobs']} jobs per throughput run, "
-        f"{meta['samples']} pickup samples{repeat}; load average "
+        f"{meta['samples']} pickup samples{repeat}, planner statistics of the "
+        f"{meta.get('planner_stats', 'backlog')}; load average "
         f"{meta['load_before'][0]:.2f} before, {meta['load_after'][0]:.2f} after",
         "",
         f"{'peer':<22}{'shape':<34}{'jobs/s':>9}{'from start':>12}{'p50 ms':>9}{'p99 ms':>9}",
