@@ -1,0 +1,98 @@
+"""The medians over interleaved rounds, and the table and JSON that `scripts/bench-peers`
+prints. Stdlib only."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from .registry import PEERS, SHAPE_LABELS
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile: the smallest value with `fraction` of the values at or below
+    it (p99 of 100 samples is the 99th smallest, not an interpolation)."""
+    ranked = sorted(values)
+    return ranked[min(len(ranked), max(1, math.ceil(fraction * len(ranked)))) - 1]
+
+
+def key_figure(shape: str) -> str:
+    return "p50_ms" if shape == "pickup" else "jobs_per_second"
+
+
+def medians(runs: list[dict]) -> list[dict]:
+    """One object per peer and shape, in first-seen order: its median run (by jobs/s, or by
+    p50 for the pickup), each run's key figure, and the errors of the runs that failed."""
+    grouped: dict[tuple[str, str], list[dict]] = {}
+    for run in runs:
+        grouped.setdefault((run["peer"], run["shape"]), []).append(run)
+    results = []
+    for (peer, shape), same in grouped.items():
+        key = key_figure(shape)
+        good = sorted((r for r in same if "error" not in r), key=lambda r: r["figures"][key])
+        first = same[0]
+        result = {
+            "peer": peer,
+            "version": first["version"],
+            "shape": shape,
+            "label": SHAPE_LABELS[shape],
+            "settings": first["settings"],
+            "rounds": len(good),
+            "errors": [r["error"] for r in same if "error" in r],
+            "figures": good[len(good) // 2]["figures"] if good else None,
+            "each_round": [round(r["figures"][key], 2) for r in good],
+        }
+        if shape == "dict":
+            result["results_stored"] = PEERS[peer].stores_results
+        results.append(result)
+    return results
+
+
+def as_json(meta: dict, results: list[dict]) -> str:
+    return json.dumps({"meta": meta, "results": results}, indent=2)
+
+
+def _number(value: float | None, digits: int = 0) -> str:
+    return "" if value is None else f"{value:,.{digits}f}"
+
+
+def as_table(meta: dict, results: list[dict]) -> str:
+    repeat = f", median of {meta['repeat']} rounds" if meta["repeat"] > 1 else ""
+    lines = [
+        f"PostgreSQL {meta.get('server_version', '?')}, {meta['jobs']} jobs per throughput run, "
+        f"{meta['samples']} pickup samples{repeat}, planner statistics of the "
+        f"{meta.get('planner_stats', 'backlog')}; load average "
+        f"{meta['load_before'][0]:.2f} before, {meta['load_after'][0]:.2f} after",
+        "",
+        f"{'peer':<22}{'shape':<34}{'jobs/s':>9}{'from start':>12}{'p50 ms':>9}{'p99 ms':>9}",
+    ]
+    for result in results:
+        name = f"{result['peer']} {result['version']}"
+        figures = result["figures"] or {}
+        if result["shape"] == "pickup":
+            row = ["", "", _number(figures.get("p50_ms"), 1), _number(figures.get("p99_ms"), 1)]
+        else:
+            row = [
+                _number(figures.get("jobs_per_second")),
+                _number(figures.get("worker_jobs_per_second")),
+                "",
+                "",
+            ]
+        errors = result["errors"]
+        failed = f"  FAILED {len(errors)}x: {errors[0]}" if errors else ""
+        lines.append(
+            f"{name:<22}{result['label']:<34}{row[0]:>9}{row[1]:>12}{row[2]:>9}{row[3]:>9}{failed}"
+        )
+    lines += ["", "jobs/s: first job enqueued to last job finished; from start: worker start to "
+              "last job finished; p50/p99: enqueue call to handler start, idle worker."]
+    stores = {r["peer"]: r["results_stored"] for r in results if "results_stored" in r}
+    for peer, text in stores.items():
+        lines.append(f"results of the dict handler, {peer}: {text}")
+    seen = set()
+    for result in results:
+        if result["peer"] in seen:
+            continue
+        seen.add(result["peer"])
+        pairs = ", ".join(f"{key}={value}" for key, value in result["settings"].items())
+        lines.append(f"{result['peer']} settings: {pairs}")
+    return "\n".join(lines)
