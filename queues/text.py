@@ -8,8 +8,8 @@ storable on every database instead:
 - text longer than the limit keeps its beginning and its end, where a traceback has the
   exception's type and message, with a line in the middle that says how much was cut.
   Cutting also keeps a statement far below MariaDB's `max_allowed_packet` (16 MiB by
-  default): 50 MB of error text made the server drop the connection, which the worker then
-  retried for ever.
+  default): 50 MB of error text made the server drop the connection ("Server has gone
+  away"), an OperationalError that the worker takes for an outage and retries.
 
 Names and other input the engine can refuse (queue names, batch names, payloads) are checked
 in `queues.validation`, which asks `unstorable` here.

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.admin import helpers
-from django.contrib.auth.models import User
 from django.urls import reverse
 
 from queues.admin import JobAdmin
-from queues.api import DependencyStatus, Job, JobBatch, JobGroup, JobOutcome, JobQueue, JobStatus
+from queues.api import DependencyStatus, Job, JobBatch, JobGroup, JobOutcome, JobStatus
 from queues.models import Batch, JobDependency, Workflow
 from tests.conftest import unique_queue
 
@@ -18,14 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def client(client):
-    client.force_login(User.objects.create_superuser("root", "root@example.com", None))
-    return client
-
-
-@pytest.fixture
-def engine():
-    return JobQueue()
+def client(superuser_client):
+    return superuser_client
 
 
 def _bulk_delete(client, model: str, ids, confirm: bool):
