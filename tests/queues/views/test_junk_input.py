@@ -220,3 +220,16 @@ def test_no_admin_page_answers_junk_with_a_500(superuser, qname):
     assert not walk.failures, f"{len(walk.failures)} of {walk.requests}:\n" + "\n".join(
         walk.failures[:40]
     )
+
+
+def test_rows_stored_before_the_checks_still_render(superuser, engine, qname, vendor):
+    """SQLite stored unpaired surrogates in JSON columns (the others refused them); such a row
+    from before the engine refused them draws its pages."""
+    if vendor != "sqlite":
+        pytest.skip("only SQLite stores an unpaired surrogate")
+    job = Job(queue_name=qname)
+    engine.enqueue(job)
+    Job.objects.filter(id=job.id).update(payload={"to": "\ud800"}, result=["\udc00"])
+    for url in (reverse("dashboard:job", args=[job.id]), reverse("dashboard:queue", args=[qname])):
+        response = superuser.get(url)
+        assert response.status_code == 200 and "\ufffd" in response.content.decode(), url
