@@ -233,3 +233,26 @@ def test_rows_stored_before_the_checks_still_render(superuser, engine, qname, ve
     for url in (reverse("dashboard:job", args=[job.id]), reverse("dashboard:queue", args=[qname])):
         response = superuser.get(url)
         assert response.status_code == 200 and "\ufffd" in response.content.decode(), url
+
+
+def test_the_measured_cases_answer_what_they_should(superuser, engine, qname):
+    """A NUL in a search or in a queue name in the path was a 500 on PostgreSQL."""
+    engine.enqueue(Job(queue_name=qname))
+    page = reverse("dashboard:queue", args=[qname])
+    assert superuser.get(f"{page}?q=%00").status_code == 400
+    assert superuser.get(f"{page}?q=%ED%A0%80").status_code == 200  # decoded as U+FFFD
+    assert superuser.get(f"{page}?after=0001-01-01T00:00:00%2B14:00~{CURSOR_ID}").status_code == 200
+    assert superuser.get("/queues/%00/").status_code == 400
+    assert superuser.get(f"/queues/{qname}%20/").status_code == 404  # no queue has this name
+    pause = reverse("dashboard:pause")
+    body = f"queue={qname}%00"
+    response = superuser.post(pause, body, content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 400 and not engine.is_queue_paused(qname)
+    response = superuser.post(
+        pause, f"queue={qname}&next=abc", content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("dashboard:overview")
+    assert engine.is_queue_paused(qname)
+    changelist = reverse("admin:queues_job_changelist")
+    assert superuser.get(f"{changelist}?q=%00").status_code == 400
+    assert superuser.get(f"{changelist}?q=%00&status__exact=Dead").status_code == 400
