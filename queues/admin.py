@@ -3,11 +3,15 @@ methods as the dashboard; a refused transition is reported per job, never a 500.
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation
+from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
-from .exceptions import QueueError
+from . import deletion, transitions
+from .admin_base import EngineDeletes, GuardedAdmin
+from .exceptions import InvalidQueueName, QueueError
 from .models import (
     Batch,
     CompletionCount,
@@ -21,6 +25,7 @@ from .models import (
 )
 from .queue import JobQueue
 from .templatetags.dashboard import pretty_json
+from .validation import validate_queue_name
 
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
 
@@ -50,7 +55,7 @@ def _queue_names(jobs) -> list[str]:
     return sorted(set(jobs.values_list("queue_name", flat=True)))
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(GuardedAdmin):
     """Rows written by the engine and the workers: looked at, never edited by hand."""
 
     show_full_result_count = False
@@ -64,7 +69,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(EngineDeletes):
     list_display = [
         "id",
         "queue_name",
@@ -84,10 +89,44 @@ class JobAdmin(admin.ModelAdmin):
     ordering = ["-created_at"]
     readonly_fields = [f.name for f in Job._meta.fields if f.name != "payload"] + ["payload_json"]
     exclude = ["payload"]
-    actions = ["retry_now", "cancel", "mark_dead", "release", "pause_queues", "resume_queues"]
+    actions = [
+        "retry_now",
+        "cancel",
+        "mark_dead",
+        "release",
+        "pause_queues",
+        "resume_queues",
+        "delete_selected",
+    ]
+    #: The actions of a job's page, by the transition each is (the page offers those the
+    #: job offers).
+    form_actions = {
+        "retry_now": transitions.RETRY,
+        "cancel": transitions.CANCEL,
+        "mark_dead": transitions.MARK_DEAD,
+        "release": transitions.RELEASE,
+    }
 
     def has_add_permission(self, request) -> bool:
         return False  # enqueue through JobQueue, which validates
+
+    def delete_refusal(self, job: Job) -> str | None:
+        return transitions.refusal(transitions.DELETE, job)
+
+    def engine_delete(self, queue: JobQueue, job: Job) -> None:
+        queue.delete_job(job.id)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        action_form = context.get("action_form")
+        if obj is not None and action_form is not None:
+            offered = transitions.offered(obj)
+            field = action_form.fields["action"]
+            field.choices = [
+                (name, label)
+                for name, label in field.choices
+                if name not in self.form_actions or self.form_actions[name] in offered
+            ]
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     @admin.display(description="attempts")
     def attempts_shown(self, job: Job) -> str:
@@ -121,8 +160,9 @@ class JobAdmin(admin.ModelAdmin):
         queue = JobQueue()
 
         def release(job: Job) -> None:
+            transitions.check(transitions.RELEASE, job)
             if not queue.release_job_run(job):
-                raise QueueError(f"job {job.id} is not Running")
+                raise QueueError(f"job {job.id} is no longer Running this run")
 
         _each(self, request, queryset, "Release", release)
 
@@ -144,11 +184,20 @@ class JobAdmin(admin.ModelAdmin):
         return super().has_change_permission(request, obj) and obj is None
 
 
+class QueuePauseForm(forms.ModelForm):
+    def clean_queue_name(self) -> str:
+        try:
+            return validate_queue_name(self.cleaned_data["queue_name"])
+        except InvalidQueueName as exc:
+            raise ValidationError(str(exc)) from exc
+
+
 @admin.register(QueuePause)
-class QueuePauseAdmin(admin.ModelAdmin):
+class QueuePauseAdmin(GuardedAdmin):
     list_display = ["queue_name", "paused_by", "paused_at", "reason"]
     search_fields = ["queue_name", "paused_by", "reason"]
     fields = ["queue_name", "reason"]
+    form = QueuePauseForm
     actions = ["resume"]
 
     def save_model(self, request, obj, form, change) -> None:
@@ -172,8 +221,19 @@ class QueuePauseAdmin(admin.ModelAdmin):
         _each(self, request, names, "Resume", JobQueue().resume_queue, resumed_by=by)
 
 
+class GroupAdmin(EngineDeletes, ReadOnlyAdmin):
+    """A batch or a workflow: deleted with its jobs, each as `delete_job` deletes one, and
+    refused while any is Running (`queues.deletion`)."""
+
+    def delete_refusal(self, group) -> str | None:
+        return deletion.refusal(group)
+
+    def engine_delete(self, queue: JobQueue, group) -> None:
+        deletion.delete_group(queue, group)
+
+
 @admin.register(Batch)
-class BatchAdmin(ReadOnlyAdmin):
+class BatchAdmin(GroupAdmin):
     list_display = [
         "name",
         "status",
@@ -188,7 +248,7 @@ class BatchAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Workflow)
-class WorkflowAdmin(ReadOnlyAdmin):
+class WorkflowAdmin(GroupAdmin):
     list_display = [
         "name",
         "status",
@@ -207,6 +267,9 @@ class JobDependencyAdmin(ReadOnlyAdmin):
     list_display = ["job", "parent"]
     search_fields = ["=job__id", "=parent__id"]
     raw_id_fields = ["job", "parent"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # an edge deleted alone leaves its job waiting for ever; delete the job
 
 
 @admin.register(ReaperRun)

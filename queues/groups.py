@@ -10,7 +10,7 @@ from uuid import UUID
 
 from .enums import BatchStatus, FailurePolicy, PartialFailureMode
 from .exceptions import InvalidBatch, InvalidWorkflow
-from .validation import normalize_id
+from .validation import check_json, normalize_id, validate_label
 
 MAX_BATCH_JOBS = 10_000
 
@@ -24,8 +24,7 @@ class JobGroup:
     def __init__(
         self, name: str, failure_policy: FailurePolicy | str = FailurePolicy.FAIL_FAST
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidWorkflow("a workflow needs a name")
+        validate_label(name, "a workflow's name", InvalidWorkflow)
         if failure_policy not in FailurePolicy.values:
             raise InvalidWorkflow(f"unknown failure policy: {failure_policy!r}")
         self.id: UUID = uuid.uuid4()
@@ -126,8 +125,8 @@ class JobBatch:
         return self
 
     def validate(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise InvalidBatch("a batch needs a name")
+        validate_label(self.name, "a batch's name", InvalidBatch)
+        check_json(self.metadata, "batch metadata", InvalidBatch)
         if not self.jobs:
             raise InvalidBatch(f"batch {self.name!r} is empty")
         if len(self.jobs) > MAX_BATCH_JOBS:

@@ -9,7 +9,7 @@ only the newest SEARCH_WINDOW jobs of each status, and says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 from django.db import connection
@@ -73,11 +73,13 @@ def encode_cursor(job: Job) -> str:
 
 
 def decode_cursor(text: str) -> tuple[datetime, UUID] | None:
+    """The cursor's position, or None for one this page did not write (a time must be aware
+    and within UTC's range: the database is asked in UTC)."""
     try:
         moment, _, ident = text.partition("~")
         when = datetime.fromisoformat(moment)
-        return (when, UUID(hex=ident)) if when.tzinfo else None
-    except ValueError:
+        return (when.astimezone(UTC), UUID(hex=ident)) if when.tzinfo else None
+    except (ValueError, OverflowError):
         return None
 
 

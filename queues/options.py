@@ -9,6 +9,7 @@ from datetime import timedelta
 from types import MappingProxyType
 
 from .enums import JobPriority
+from .validation import check_duration
 
 DEFAULT_LEASE = timedelta(minutes=5)
 #: Upper bound on one claim, so that one statement never locks an unbounded number of rows.
@@ -99,8 +100,7 @@ class DequeueOptions:
         size = self.batch_size
         if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_BATCH_SIZE:
             raise ValueError(f"batch_size must be a whole number from 0 to {MAX_BATCH_SIZE}")
-        if not isinstance(self.lease_duration, timedelta) or self.lease_duration <= timedelta(0):
-            raise ValueError("lease_duration must be a positive timedelta")
+        check_duration(self.lease_duration, "lease_duration")
 
     @classmethod
     def batch(cls, n: int) -> DequeueOptions:

@@ -11,6 +11,7 @@ from uuid import UUID
 from .cron import CronSchedule
 from .enums import JobStatus
 from .retry import RetryStrategy
+from .text import storable
 
 LEASE_EXPIRED_ERROR = (
     "Job lease expired while Running; the worker is presumed dead and the job was reclaimed"
@@ -26,6 +27,12 @@ class JobOutcome:
     result: Any = None
     retry_at: datetime | None = None
 
+    def __post_init__(self) -> None:
+        # The error is stored whatever it holds: cleaned and cut here (`queues.text`), so
+        # that recording the failure cannot fail.
+        if self.error is not None:
+            object.__setattr__(self, "error", storable(self.error))
+
     @classmethod
     def completed(cls, result: Any = None) -> JobOutcome:
         return cls("completed", result=result)
@@ -33,26 +40,26 @@ class JobOutcome:
     @classmethod
     def failed(cls, error: str) -> JobOutcome:
         """Retried with backoff while attempts remain, else Dead."""
-        return cls("failed", error=str(error))
+        return cls("failed", error=storable(error))
 
     @classmethod
     def retry(cls, retry_at: datetime, error: str | None = None) -> JobOutcome:
         """Back to Pending at `retry_at`, whatever the attempts."""
-        return cls("retry", error=None if error is None else str(error), retry_at=retry_at)
+        return cls("retry", error=error, retry_at=retry_at)
 
     @classmethod
     def dead(cls, error: str) -> JobOutcome:
-        return cls("dead", error=str(error))
+        return cls("dead", error=storable(error))
 
     @classmethod
     def timed_out(cls, error: str = "Job timed out") -> JobOutcome:
         """Retried while attempts remain; TimedOut on the last attempt."""
-        return cls("timed_out", error=str(error))
+        return cls("timed_out", error=storable(error))
 
     @classmethod
     def cancelled(cls, error: str) -> JobOutcome:
         """Failed without running again (e.g. its fail-fast batch failed)."""
-        return cls("cancelled", error=str(error))
+        return cls("cancelled", error=storable(error))
 
 
 @dataclass

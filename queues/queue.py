@@ -16,12 +16,13 @@ from uuid import UUID
 from django.db import IntegrityError
 from django.db.models import F
 
+from . import transitions
 from .clock import SYSTEM_CLOCK, SystemClock
 from .counts import counts_by_queue
 from .engine import dialect_for
 from .engine.graph import Change, Graph
 from .enums import FAILURE_STATUSES, JobStatus
-from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
+from .exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, JobBatch, JobGroup
 from .models import Batch, Job, JobDependency, QueuePause
 from .options import DequeueOptions
@@ -54,6 +55,7 @@ from .rules import age_key as _age_key
 from .rules import claim_key as _claim_key
 from .rules import parse_job_id as _job_id
 from .rules import positive_lease as _positive
+from .text import storable_label, storable_or_none
 from .validation import validate_queue_name
 
 #: What `start_claimed_run` did with a held job.
@@ -412,7 +414,11 @@ class JobQueue:
         validate_queue_name(queue_name)
         QueuePause.objects.using(self.using).update_or_create(
             queue_name=queue_name,
-            defaults={"paused_at": self.now(), "paused_by": paused_by, "reason": reason},
+            defaults={
+                "paused_at": self.now(),
+                "paused_by": storable_label(paused_by),
+                "reason": storable_or_none(reason),
+            },
         )
 
     def resume_queue(self, queue_name: str, resumed_by: str | None = None) -> None:
@@ -420,6 +426,7 @@ class JobQueue:
         QueuePause.objects.using(self.using).filter(queue_name=queue_name).delete()
 
     def is_queue_paused(self, queue_name: str) -> bool:
+        validate_queue_name(queue_name)
         return QueuePause.objects.using(self.using).filter(queue_name=queue_name).exists()
 
     # Operators --------------------------------------------------------------------------
@@ -441,8 +448,7 @@ class JobQueue:
     def _set_recurring(self, job_id, enabled: bool) -> None:
         def work():
             job = self._locked(job_id)
-            if not job.cron_schedule:
-                raise InvalidJobTransition(f"job {job.id} is not a recurring job")
+            transitions.check(transitions.RECURRING, job)
             self._jobs().filter(id=job.id).update(recurring=enabled)
 
         self._atomic(work)
@@ -500,8 +506,7 @@ class JobQueue:
 
         def work():
             job = self._locked(job_id)
-            if job.status == JobStatus.RUNNING:
-                raise InvalidJobTransition(f"job {job.id} is Running; cancel it first")
+            transitions.check(transitions.DELETE, job)
             orphans = list(
                 JobDependency.objects.using(self.using)
                 .filter(parent_id=job.id)
@@ -518,6 +523,7 @@ class JobQueue:
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
         """Exact counts, read from the trigger-kept `JobCount` rows (a few rows, never a
         scan of the jobs table)."""
+        validate_queue_name(queue_name)
         counts = counts_by_queue(self.using, queue_name)
         return counts.get(queue_name) or dict.fromkeys(JobStatus.values, 0)
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
+from . import transitions
 from .enums import (
     FAILURE_STATUSES,
     DependencyStatus,
@@ -17,11 +18,12 @@ from .enums import (
     JobStatus,
     PartialFailureMode,
 )
-from .exceptions import InvalidJob, InvalidJobTransition, InvalidWorkflow
+from .exceptions import InvalidJob, InvalidWorkflow
 from .groups import BatchResult, JobBatch, JobGroup
 from .models import Batch, Job, ReaperRun, Workflow
 from .outcomes import LEASE_EXPIRED_ERROR, JobOutcome, Plan, RecordedOutcome, StaleJobRecovery
-from .validation import _check_json, normalize_id, validate_job
+from .text import storable, storable_label
+from .validation import check_duration, check_json, check_time, normalize_id, validate_job
 
 if TYPE_CHECKING:  # engine.graph imports this module
     from .engine.graph import Change
@@ -42,7 +44,10 @@ def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
             and job.scheduled_at.tzinfo is not None
         ):
             # A moved clock: keep the delay the job was built with.
-            job.scheduled_at = now + (job.scheduled_at - job.created_at)
+            try:
+                job.scheduled_at = now + (job.scheduled_at - job.created_at)
+            except OverflowError as exc:
+                raise InvalidJob("scheduled_at is out of range") from exc
         validate_job(job, now)
         job.created_at = now
     ids = [job.id for job in jobs]
@@ -96,9 +101,7 @@ def parse_job_id(value) -> UUID:
 
 
 def positive_lease(lease: timedelta) -> timedelta:
-    if not isinstance(lease, timedelta) or lease <= timedelta(0):
-        raise ValueError("a lease must be a positive timedelta")
-    return lease
+    return check_duration(lease, "a lease")
 
 
 def check_outcome(outcome: JobOutcome) -> None:
@@ -106,11 +109,8 @@ def check_outcome(outcome: JobOutcome) -> None:
     if not isinstance(outcome, JobOutcome):
         raise TypeError("outcome must be a JobOutcome")
     if outcome.kind == "completed" and outcome.result is not None:
-        _check_json(outcome.result, "result")
-    if outcome.retry_at is not None and (
-        not isinstance(outcome.retry_at, datetime) or outcome.retry_at.tzinfo is None
-    ):
-        raise InvalidJob("a retry time must be a timezone-aware datetime")
+        check_json(outcome.result, "result")
+    check_time(outcome.retry_at, "a retry time")
 
 
 # Rows of the groups ------------------------------------------------------------------------
@@ -154,16 +154,14 @@ def batch_result(batch: Batch, job_errors: dict[UUID, str]) -> BatchResult:
 
 # Operators' transitions --------------------------------------------------------------------
 def check_retry_time(at: datetime | None) -> None:
-    if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
-        raise InvalidJob("retry time must be a timezone-aware datetime")
+    check_time(at, "retry time")
 
 
 def retry_fields(job: Job, scheduled_at: datetime, blocked: Callable[[], bool]) -> dict:
     """What `retry_job` writes: Pending at `scheduled_at`, the run fenced out, a terminal
     job's attempts given back. `blocked()` tells whether the job still waits for a parent
     that is not Completed (asked only when its dependency had failed)."""
-    if job.status in (JobStatus.COMPLETED, JobStatus.ARCHIVED) and not job.cron_schedule:
-        raise InvalidJobTransition(f"job {job.id} is {job.status}; it cannot be retried")
+    transitions.check(transitions.RETRY, job)
     fields = {
         "status": JobStatus.PENDING,
         "scheduled_at": scheduled_at,
@@ -183,11 +181,11 @@ def retry_fields(job: Job, scheduled_at: datetime, blocked: Callable[[], bool]) 
 
 def fail_for_good_fields(job: Job, status: JobStatus, reason: str, now: datetime) -> dict:
     """What `cancel_job` and `mark_job_dead` write on a Pending or Running job."""
-    if job.status not in (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING):
-        raise InvalidJobTransition(f"job {job.id} is {job.status}, not Pending or Running")
+    action = transitions.CANCEL if status == JobStatus.FAILED else transitions.MARK_DEAD
+    transitions.check(action, job)
     return {
         "status": status,
-        "error_message": reason,
+        "error_message": storable(reason),
         "failed_at": now,
         "run_token": None,
         "lease_expires_at": None,
@@ -274,7 +272,7 @@ def reaper_run_row(
 ) -> ReaperRun:
     return ReaperRun(
         ran_at=now,
-        ran_by=ran_by[:255],
+        ran_by=storable_label(ran_by),
         queue_name=queue_name,
         requeued_ids=[str(i) for i in recovery.requeued],
         dead_ids=[str(i) for i in recovery.dead],

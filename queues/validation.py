@@ -1,10 +1,15 @@
-"""Checks a job before it is written. Each failure is a typed `InvalidJob`; nothing is written."""
+"""Checks a job before it is written. Each failure is a typed `InvalidJob`; nothing is written.
+
+The limits are those every supported database can hold, so that a job accepted by TestQueue
+or SQLite is accepted by PostgreSQL and MariaDB too (SQLite's lax typing stores what the
+others refuse; MariaDB refuses JSON nested 32 deep, PostgreSQL NUL characters)."""
 
 from __future__ import annotations
 
 import json
-import math
-from datetime import timedelta
+import re
+import unicodedata
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.utils import timezone
@@ -21,38 +26,119 @@ from .exceptions import (
 )
 from .models import MAX_QUEUE_NAME_LENGTH
 from .retry import RetryStrategy
+from .text import MAX_LABEL, storable, unstorable
 
 #: A payload larger than this is refused: a queue is not a blob store.
 MAX_PAYLOAD_BYTES = 1024 * 1024
+#: The deepest nesting of arrays and objects in a payload or result (MariaDB refuses 32).
+MAX_JSON_NESTING = 31
+#: The largest `attempts` or `max_attempts` (PostgreSQL's integer column).
+MAX_ATTEMPTS = 2**31 - 1
+#: The longest timeout or lease: past it a job is better without one, and beyond it the
+#: worker's waits overflow.
+MAX_DURATION = timedelta(days=365)
+
+#: Characters a queue name must not hold: control and format characters, unpaired
+#: surrogates, line and paragraph separators (what cannot be stored, or shows as nothing).
+_HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+#: A "\u0000" escape in JSON text, after an even number of backslashes (an escaped
+#: backslash followed by "u0000" is not one).
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def validate_queue_name(name: object) -> str:
+    """A queue name is 1 to 255 characters, with no control or format characters and no
+    whitespace at either end. MariaDB compares names ignoring trailing spaces (PAD SPACE)
+    and, in its default collations, NUL and other ignorable characters: such names would
+    reach another queue there."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidQueueName("a queue name must be a non-empty string")
     if len(name) > MAX_QUEUE_NAME_LENGTH:
         raise InvalidQueueName(
             f"queue name is {len(name)} characters long; the limit is {MAX_QUEUE_NAME_LENGTH}"
         )
-    if any(ord(c) < 32 for c in name):
-        raise InvalidQueueName("a queue name must not contain control characters")
+    if name != name.strip():
+        raise InvalidQueueName("a queue name must not begin or end with whitespace")
+    if any(unicodedata.category(c) in _HIDDEN_CATEGORIES for c in name):
+        raise InvalidQueueName(
+            "a queue name must not contain control or format characters or unpaired surrogates"
+        )
     return name
 
 
-def _check_json(value: object, what: str) -> None:
+def validate_label(value: object, what: str, error: type[InvalidJob]) -> str:
+    """A name of a batch or workflow: a non-blank string of at most 255 storable characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise error(f"{what} must be a non-empty string")
+    if len(value) > MAX_LABEL:
+        raise error(f"{what} is {len(value)} characters long; the limit is {MAX_LABEL}")
+    problem = unstorable(value)
+    if problem:
+        raise error(f"{what} contains {problem}")
+    return value
+
+
+def check_json(value: object, what: str, error: type[InvalidJob] = InvalidPayload) -> None:
+    """`value` can be stored in a JSON column of every database: serialisable, finite, at
+    most MAX_PAYLOAD_BYTES of UTF-8, nested at most MAX_JSON_NESTING deep, with no NUL
+    character and no unpaired surrogate in its strings."""
     try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidPayload(f"{what} is not JSON-serialisable: {exc}") from exc
-    if len(text.encode()) > MAX_PAYLOAD_BYTES:
-        raise InvalidPayload(f"{what} is larger than {MAX_PAYLOAD_BYTES} bytes")
-    if "\x00" in text.replace("\\u0000", "\x00"):
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except RecursionError as exc:
+        raise error(f"{what} is nested more than {MAX_JSON_NESTING} deep") from exc
+    except Exception as exc:  # TypeError, ValueError, or whatever a strange object raises
+        raise error(f"{what} is not JSON-serialisable: {exc}") from exc
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError as exc:
+        raise error(f"{what} contains an unpaired surrogate") from exc
+    if size > MAX_PAYLOAD_BYTES:
+        raise error(f"{what} is larger than {MAX_PAYLOAD_BYTES} bytes")
+    if "\\u0000" in text and _NUL_ESCAPE.search(text):
         # PostgreSQL's jsonb cannot store NUL characters.
-        raise InvalidPayload(f"{what} contains a NUL character")
+        raise error(f"{what} contains a NUL character")
+    if text.count("[") + text.count("{") > MAX_JSON_NESTING and _nesting(value) > MAX_JSON_NESTING:
+        raise error(f"{what} is nested more than {MAX_JSON_NESTING} deep")
 
 
-def _check_aware(value, name: str) -> None:
-    if value is not None and timezone.is_naive(value):
-        raise InvalidJob(f"{name} must be a timezone-aware datetime")
+def _nesting(value: object) -> int:
+    """How deep arrays and objects nest in `value` (0 for a scalar)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def check_time(value, name: str, error: type[InvalidJob] = InvalidJob) -> datetime | None:
+    """`value` as an aware datetime in UTC, or None. A naive one, or one that UTC cannot
+    hold (an offset east of UTC on January 1st of year 1), is refused: PostgreSQL would
+    store it before year 1 and never read it back."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or timezone.is_naive(value):
+        raise error(f"{name} must be a timezone-aware datetime")
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:
+        raise error(f"{name} is out of range") from exc
+
+
+def check_duration(value, name: str, error: type[ValueError] = ValueError) -> timedelta:
+    """A positive timedelta of at most MAX_DURATION."""
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise error(f"{name} must be a positive timedelta")
+    if value > MAX_DURATION:
+        raise error(f"{name} must be at most {MAX_DURATION.days} days")
+    return value
 
 
 def normalize_id(value: object) -> str:
@@ -62,10 +148,29 @@ def normalize_id(value: object) -> str:
         raise InvalidWorkflow(f"{value!r} is not a job id") from exc
 
 
+#: The times a job may be given; each is checked (aware, within UTC's range) and kept in UTC.
+_TIME_FIELDS = [
+    "scheduled_at",
+    "next_run_at",
+    "started_at",
+    "completed_at",
+    "failed_at",
+    "timed_out_at",
+    "lease_expires_at",
+    "last_heartbeat_at",
+]
+
+
 def validate_job(job, now) -> None:
     """Validate and normalise `job` in place (before enqueue)."""
+    try:
+        job.id = job.id if isinstance(job.id, UUID) else UUID(str(job.id))
+    except ValueError as exc:
+        raise InvalidJob(f"{job.id!r} is not a job id") from exc
     validate_queue_name(job.queue_name)
-    _check_json(job.payload, "payload")
+    if job.payload is None:
+        raise InvalidPayload("payload must not be None (an empty payload is {})")
+    check_json(job.payload, "payload")
     priority = job.priority
     if isinstance(priority, bool) or priority not in set(JobPriority):
         raise InvalidPriority(f"unknown priority: {priority!r} (use JobPriority)")
@@ -74,18 +179,22 @@ def validate_job(job, now) -> None:
         value = getattr(job, name)
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidJob(f"{name} must be a whole number")
+        if value > MAX_ATTEMPTS:
+            raise InvalidJob(f"{name} must be at most {MAX_ATTEMPTS}")
     if job.max_attempts < 1:
         raise InvalidJob("max_attempts must be at least 1")
     if job.attempts < 0:
         raise InvalidJob("attempts must not be negative")
     if job.status != JobStatus.PENDING:
         raise InvalidJob("a new job must be Pending")
-    for name in ("scheduled_at", "next_run_at"):
-        _check_aware(getattr(job, name), name)
-    if job.timeout is not None and (
-        not isinstance(job.timeout, timedelta) or job.timeout <= timedelta(0)
-    ):
-        raise InvalidJob("timeout must be a positive timedelta or None")
+    if job.run_token is not None:
+        raise InvalidJob("a new job has no run token (a claim gives one)")
+    for name in _TIME_FIELDS:
+        setattr(job, name, check_time(getattr(job, name), name))
+    if job.timeout is not None:
+        check_duration(job.timeout, "timeout", InvalidJob)
+    if job.error_message is not None:
+        job.error_message = storable(job.error_message)
     if job.retry_strategy is not None:
         strategy = job.retry_strategy
         if isinstance(strategy, RetryStrategy):
@@ -96,7 +205,7 @@ def validate_job(job, now) -> None:
             except ValueError as exc:
                 raise InvalidJob(str(exc)) from exc
     if job.result is not None:
-        _check_json(job.result, "result")
+        check_json(job.result, "result")
     job.depends_on = [normalize_id(i) for i in (job.depends_on or [])]
     if len(set(job.depends_on)) != len(job.depends_on):
         job.depends_on = list(dict.fromkeys(job.depends_on))
@@ -121,5 +230,3 @@ def validate_job(job, now) -> None:
         job.recurring = False
     if job.scheduled_at is None:
         job.scheduled_at = now
-    if not math.isfinite(job.scheduled_at.timestamp()):
-        raise InvalidJob("scheduled_at is out of range")

@@ -118,7 +118,11 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Jo
 
 
 def describe(exc: BaseException) -> str:
-    message = str(exc)
+    """The error recorded for `exc` (the queue cleans and cuts it to what a column holds)."""
+    try:
+        message = str(exc)
+    except Exception:  # a handler's exception whose __str__ fails still fails its job
+        message = "<the exception's message could not be read>"
     if isinstance(exc, JobError):
         return message
     name = type(exc).__name__

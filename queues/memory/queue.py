@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from .. import transitions
 from ..clock import MockClock, SystemClock
 from ..enums import FAILURE_STATUSES, JobStatus
-from ..exceptions import InvalidJobTransition, JobNotFound
+from ..exceptions import JobNotFound
 from ..groups import BatchResult, JobBatch, JobGroup
 from ..models import Job, QueuePause, ReaperRun
 from ..options import DequeueOptions
@@ -46,6 +47,7 @@ from ..rules import (
     split_finished,
     workflow_row,
 )
+from ..text import storable_label, storable_or_none
 from ..validation import validate_queue_name
 from .store import Store, copied, write
 
@@ -295,7 +297,10 @@ class TestQueue:
     def pause_queue(self, queue_name: str, paused_by: str | None = None, reason: str | None = None):
         validate_queue_name(queue_name)
         pause = QueuePause(
-            queue_name=queue_name, paused_at=self.now(), paused_by=paused_by, reason=reason
+            queue_name=queue_name,
+            paused_at=self.now(),
+            paused_by=storable_label(paused_by),
+            reason=storable_or_none(reason),
         )
         with self._lock:
             self._store.pauses[queue_name] = pause
@@ -306,6 +311,7 @@ class TestQueue:
             self._store.pauses.pop(queue_name, None)
 
     def is_queue_paused(self, queue_name: str) -> bool:
+        validate_queue_name(queue_name)
         with self._lock:
             return queue_name in self._store.pauses
 
@@ -326,8 +332,7 @@ class TestQueue:
         job_id = parse_job_id(job_id)
         with self._lock:
             job = self._store.locked(job_id)
-            if not job.cron_schedule:
-                raise InvalidJobTransition(f"job {job.id} is not a recurring job")
+            transitions.check(transitions.RECURRING, job)
             job.recurring = enabled
 
     def retry_job(self, job_id: UUID | str, at: datetime | None = None) -> None:
@@ -369,13 +374,13 @@ class TestQueue:
         job_id = parse_job_id(job_id)
         with self._lock:
             job = self._store.locked(job_id)
-            if job.status == JobStatus.RUNNING:
-                raise InvalidJobTransition(f"job {job.id} is Running; cancel it first")
+            transitions.check(transitions.DELETE, job)
             self._store.delete(job)
             self._store.apply_tallies([(job.batch_id, job.workflow_id, job.status, None)], now)
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
+        validate_queue_name(queue_name)
         counts = dict.fromkeys(JobStatus.values, 0)
         with self._lock:
             for job in self._store.jobs.values():

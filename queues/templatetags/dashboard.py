@@ -9,6 +9,8 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from ..text import clean
+
 register = template.Library()
 
 
@@ -73,8 +75,10 @@ def duration(value: timedelta | None) -> str:
 
 @register.filter
 def pretty_json(value) -> str:
-    """The value as indented JSON text (escaped by the template like any other text)."""
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    """The value as indented JSON text (escaped by the template like any other text).
+    Cleaned: SQLite kept unpaired surrogates in JSON before the engine refused them, and a
+    page holding one cannot be encoded."""
+    return clean(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str))
 
 
 @register.filter
@@ -137,5 +141,5 @@ def live(context, condition: str = ""):
 @register.filter
 def preview(value, length: int = 100) -> str:
     """A one-line JSON preview, cut at `length` characters."""
-    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+    text = clean(json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str))
     return text if len(text) <= length else text[: length - 1] + "…"

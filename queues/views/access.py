@@ -7,13 +7,15 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from ..exceptions import QueueError
 from ..queue import JobQueue
+from ..text import unstorable
 
 
 def page(live: tuple[str, ...] = ()):
@@ -23,6 +25,7 @@ def page(live: tuple[str, ...] = ()):
     def decorate(view):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
+            check_input(request, kwargs)
             template, context = view(request, *args, **kwargs)
             target = request.htmx.target if request.htmx else None
             if target in live:
@@ -44,6 +47,7 @@ def action(*permissions: str):
         def wrapper(request, *args, **kwargs):
             if not request.user.has_perms(permissions):
                 raise PermissionDenied("You may look but not change this.")
+            check_input(request, kwargs)
             try:
                 return view(request, JobQueue(), *args, **kwargs)
             except QueueError as exc:
@@ -67,8 +71,25 @@ def notice(request, text: str, level: int = messages.SUCCESS):
     return redirect(back_url(request))
 
 
+def check_input(request, kwargs=None) -> None:
+    """Refuse (400) a request whose parameters, POST fields or path hold text no database
+    column can hold (a NUL character): no query could match it, and PostgreSQL refuses to
+    be asked. Every other value is the view's to check."""
+    values = [value for _, values in request.GET.lists() for value in values]
+    if request.method == "POST":
+        values += [value for _, values in request.POST.lists() for value in values]
+    values += [value for value in (kwargs or {}).values() if isinstance(value, str)]
+    for value in values:
+        problem = unstorable(value)
+        if problem:
+            raise BadRequest(f"The request holds {problem}.")
+
+
 def back_url(request) -> str:
+    """Where an action without htmx goes back to: the page it came from, if that is a path
+    on this site (anything else, e.g. a bare word, is no place to go back to)."""
     target = request.POST.get("next") or request.headers.get("referer") or ""
-    if url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+    allowed = url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure())
+    if allowed and target.startswith(("/", "http://", "https://")):
         return target
-    return "dashboard:overview"
+    return reverse("dashboard:overview")

@@ -6,10 +6,12 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from .. import stats
+from .. import stats, transitions
 from ..enums import PRIORITY_CHOICES, JobStatus
+from ..exceptions import InvalidQueueName
 from ..listing import JobFilter, list_jobs
 from ..models import Job, JobDependency, QueuePause
+from ..validation import validate_queue_name
 from .access import page
 
 DEPENDENCY_LIMIT = 50
@@ -22,6 +24,10 @@ def overview(request):
 
 @page(live=("queue-live", "queue-jobs"))
 def queue_detail(request, name: str):
+    try:
+        validate_queue_name(name)
+    except InvalidQueueName:
+        raise Http404("No such queue") from None  # no queue can have this name
     counts = stats.queue_counts(name)
     pause = QueuePause.objects.filter(queue_name=name).first()
     if not any(counts.values()) and pause is None:
@@ -63,8 +69,6 @@ def job_detail(request, job_id):
         "lease_expired": job.status == JobStatus.RUNNING
         and job.lease_expires_at is not None
         and job.lease_expires_at < timezone.now(),
-        "can_cancel": job.status in (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING),
-        "can_retry": job.status != JobStatus.COMPLETED or bool(job.cron_schedule),
-        "can_delete": job.status != JobStatus.RUNNING,
+        "actions": transitions.offered(job),
         "now": timezone.now(),
     }

@@ -34,6 +34,20 @@ def queue(request):
 
 
 @pytest.fixture
+def engine() -> JobQueue:
+    """The database queue on the real clock, as the dashboard and the admin use it."""
+    return JobQueue()
+
+
+@pytest.fixture
+def superuser_client(client):
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.create_superuser("root", "root@example.com", None))
+    return client
+
+
+@pytest.fixture
 def db_queue(transactional_db):
     yield JobQueue(clock=MockClock())
     connection.close()

@@ -9,7 +9,7 @@ from django.contrib.admin import helpers
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from queues.api import Job, JobQueue, JobStatus
+from queues.api import Job, JobStatus
 from queues.models import (
     Batch,
     CompletionCount,
@@ -23,17 +23,6 @@ from queues.models import (
 from tests.conftest import unique_queue
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def superuser_client(client):
-    client.force_login(User.objects.create_superuser("root", "root@example.com", None))
-    return client
-
-
-@pytest.fixture
-def engine():
-    return JobQueue()
 
 
 def _job(engine, queue, dead=False):

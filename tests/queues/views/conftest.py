@@ -52,11 +52,6 @@ def csrf_client(operator) -> Client:
 
 
 @pytest.fixture
-def engine() -> JobQueue:
-    return JobQueue()
-
-
-@pytest.fixture
 def qname() -> str:
     return unique_queue("dash")
 

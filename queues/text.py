@@ -1,0 +1,91 @@
+"""Text the engine stores whatever it contains: error messages and tracebacks from handlers,
+operators' reasons, who paused a queue or ran the reaper.
+
+Such text is never refused (a handler's failure must always be recorded); it is made
+storable on every database instead:
+- NUL characters (PostgreSQL's text columns cannot hold them) and unpaired surrogates (no
+  database can encode them as UTF-8) become U+FFFD, the replacement character;
+- text longer than the limit keeps its beginning and its end, where a traceback has the
+  exception's type and message, with a line in the middle that says how much was cut.
+  Cutting also keeps a statement far below MariaDB's `max_allowed_packet` (16 MiB by
+  default): 50 MB of error text made the server drop the connection ("Server has gone
+  away"), an OperationalError that the worker takes for an outage and retries.
+
+Names and other input the engine can refuse (queue names, batch names, payloads) are checked
+in `queues.validation`, which asks `unstorable` here.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The longest error message or traceback stored, in characters.
+MAX_STORED_TEXT = 65_536
+#: The longest label stored (who paused a queue, who ran the reaper): their columns' size.
+MAX_LABEL = 255
+REPLACEMENT = "\ufffd"
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_CUT_MARK = "\n[... {} characters cut ...]\n"
+
+
+def unstorable(text: str) -> str | None:
+    """What keeps `text` out of a text column as it is (a NUL character or an unpaired
+    surrogate), or None."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return "a NUL character" if found.group() == "\x00" else "an unpaired surrogate"
+
+
+def clean(text: str) -> str:
+    """`text` with NUL characters and unpaired surrogates replaced by U+FFFD (a surrogate
+    pair spelt as two code points is joined into its character)."""
+    if _UNSTORABLE.search(text) is None:
+        return text
+    text = text.replace("\x00", REPLACEMENT)
+    # UTF-16 holds surrogates as code units: a proper pair decodes to its character, a lone
+    # one is replaced.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def storable(text: object, limit: int = MAX_STORED_TEXT) -> str:
+    """`text` (made a string) cleaned and cut to at most `limit` characters."""
+    if not isinstance(text, str):
+        text = _as_str(text)
+    if len(text) > limit:
+        text = _cut(text, limit)
+    return clean(text)
+
+
+def storable_or_none(text: object, limit: int = MAX_STORED_TEXT) -> str | None:
+    """`storable(text)`, but None stays None (an optional reason)."""
+    return None if text is None else storable(text, limit)
+
+
+def storable_label(text: object, limit: int = MAX_LABEL) -> str | None:
+    """A short label (a user name, a process name) cleaned and cut to `limit` characters;
+    None stays None."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        text = _as_str(text)
+    return clean(text[:limit])
+
+
+def _cut(text: str, limit: int) -> str:
+    # The mark takes room too; sized for the longest count it can show.
+    room = len(_CUT_MARK.format(len(text)))
+    if limit <= room:
+        return text[:limit]
+    keep = limit - room
+    head = keep // 2
+    mark = _CUT_MARK.format(len(text) - keep)
+    return text[:head] + mark + text[len(text) - (keep - head) :]
+
+
+def _as_str(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:  # an object whose __str__ fails must not stop its failure's record
+        return f"<unprintable {type(value).__name__}>"
