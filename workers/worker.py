@@ -1,5 +1,5 @@
 """`Worker`: the settings of a worker for one queue, built with `with_*` calls or keyword
-arguments, and `run(stop)` (see runtime.py for what a run does)."""
+arguments, and `run(stop)` (see runtime/run.py for what a run does)."""
 
 from __future__ import annotations
 
