@@ -19,6 +19,7 @@ from queues.api import JobQueue
 from queues.maintenance import Pruner, Reaper
 from queues.models import WorkerProcess
 
+from .executor import RunawayHandler
 from .faults import GaveUp, retrying
 from .maintenance import MaintenanceLoop
 from .registry import dispatch
@@ -135,6 +136,11 @@ class WorkerProcessRuntime:
     def _run_worker(self, worker: Worker, stop: threading.Event, force: threading.Event):
         try:
             worker.run(stop, force)
+        except RunawayHandler:
+            # Logged by the run. The process exits 1 once every worker drained: the thread
+            # that runs on goes with it, and the supervisor starts a fresh process.
+            self.crashed = True
+            stop.set()
         except Exception:
             # The whole process stops (and exits 1): a supervisor or an operator restarts
             # it, rather than it running on with a queue nobody works.

@@ -11,11 +11,12 @@ The state they share and its lock are in state.py; the end of a run in shutdown.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from queues.api import DequeueOptions
 
-from ..executor import EventLoop
+from ..executor import EventLoop, RunawayHandler
 from ..faults import close_connection
 from ..heartbeat import beat_until
 from .allowance import Allowance
@@ -24,6 +25,8 @@ from .shutdown import shut_down
 from .slots import Slot
 from .state import RunState
 from .writer import Writer
+
+logger = logging.getLogger("workers")
 
 
 class WorkerRun:
@@ -38,6 +41,7 @@ class WorkerRun:
         options = options.with_priority_weights(worker.priority_weights)
         self.claimer = Claimer(worker, self.state, self.allowance, options, stop)
         self.writer = Writer(worker.queue, self.state, self.allowance, force)
+        self.runaway: RunawayHandler | None = None
 
     def run(self) -> None:
         worker, state = self.worker, self.state
@@ -50,7 +54,8 @@ class WorkerRun:
         ]
         threads += [
             threading.Thread(
-                target=Slot(worker, state, self.allowance, self.loop).run, name=f"{name}-slot-{i}"
+                target=Slot(worker, state, self.allowance, self.loop, self._runaway).run,
+                name=f"{name}-slot-{i}",
             )
             for i in range(worker.batch_concurrency)
         ]
@@ -68,10 +73,30 @@ class WorkerRun:
                 state.finished.set()
                 self.loop.close()
                 close_connection(getattr(worker.queue, "using", "default"))
+        if self.runaway is not None:
+            raise self.runaway
 
     def _watch(self) -> None:
         """Turn the caller's stop (or force) into a wake-up of every waiter."""
         while not (self.stop.wait(0.05) or self.force.is_set()):
             if self.state.finished.is_set():
                 return
+        self.state.set_stopping()
+
+    def _runaway(self, job, thread: threading.Thread) -> None:
+        """A slot's handler thread did not come back: stop claiming and drain; `run` then
+        raises, so that the process ends and a fresh one takes over."""
+        if self.state.finished.is_set():
+            return  # the run is over anyway
+        grace = self.worker.shutdown_grace_period.total_seconds()
+        timeout = job.timeout or self.worker.default_timeout
+        self.runaway = RunawayHandler(
+            f"job {job.id} of {self.worker.queue_name}: its handler is still running "
+            f"{grace:g}s after its {timeout.total_seconds():g}s timeout (thread {thread.name})"
+        )
+        logger.error(
+            "%s; the worker stops claiming and drains, and the process exits so that its "
+            "supervisor starts a fresh one",
+            self.runaway,
+        )
         self.state.set_stopping()

@@ -36,12 +36,21 @@ class HeldJob:
         return time.monotonic() - self.claimed_at < FRESH_START and self.job.batch_id is None
 
 
+#: How often one job's run may be given back in a worker run because the database went away
+#: under it; after that its next such failure counts as a failure of its own. A job whose
+#: handler breaks its connection every time (a query that crashes the server) must not run
+#: for ever without spending an attempt.
+MAX_GIVEN_BACK = 3
+
+
 @dataclass
 class Request:
-    """A slot's request to the writer: an outcome to record, a held job to start, or both."""
+    """A slot's request to the writer: an outcome to record, or a run to give back (one the
+    database's outage cut short), and/or a held job to start."""
 
     finished: tuple[Job, JobOutcome] | None
     start: Job | None
+    given_back: Job | None = None
     written: threading.Event = field(default_factory=threading.Event)
     answer: str | None = None  # what the start did (None: the database was gone)
 
@@ -65,6 +74,7 @@ class RunState:
         self.stopped = threading.Event()  # set with `stopping`, for waits without the lock
         self.finished = threading.Event()  # the run is over: the writer and heartbeat end
         self.run_time: float | None = None  # moving average of the handlers' run times
+        self.given_back: dict = {}  # how often each job's run was given back (lock held)
 
     def set_stopping(self) -> None:
         with self.lock:
@@ -133,18 +143,19 @@ class RunState:
         finished: tuple[Job, JobOutcome] | None = None,
         start: Job | None = None,
         take_next: bool = False,
+        given_back: Job | None = None,
     ) -> Request:
-        """Hand the writer an outcome to record and/or a held job to start (with
-        `take_next`, the next held job, if any); wait for the write."""
+        """Hand the writer an outcome to record (or a run to give back) and/or a held job
+        to start (with `take_next`, the next held job, if any); wait for the write."""
         with self.lock:
             # Under one lock with the take: the claimer, woken when the take empties `held`,
             # must already count the finished job as finishing, or it claims too few.
-            if finished is not None:
+            if finished is not None or given_back is not None:
                 self.finishing += 1
             if take_next:
                 held = self._take_locked()
                 start = held.job if held is not None else None
-            request = Request(finished, start)
+            request = Request(finished, start, given_back)
             self.outbox.append(request)
             self.requests.notify()
         request.written.wait()
@@ -160,6 +171,13 @@ class RunState:
                 self.finishing -= len(jobs)
             self.stats.add(running=-len(jobs))
             self.room.notify_all()
+
+    def may_give_back(self, job: Job) -> bool:
+        """Whether `job`'s run, cut short by the database's outage, may be given back."""
+        with self.lock:
+            count = self.given_back.get(job.id, 0) + 1
+            self.given_back[job.id] = count
+            return count <= MAX_GIVEN_BACK
 
     def note_run_time(self, took: float) -> None:
         # Unlocked: a lost update among racing slots only nudges a heuristic.

@@ -68,6 +68,7 @@ class Writer:
     def write(self, requests: list[Request]) -> None:
         finished = [r.finished for r in requests if r.finished is not None]
         starting = [r.start for r in requests if r.start is not None]
+        given_back = [r.given_back for r in requests if r.given_back is not None]
         what = f"finishing {len(finished)} and starting {len(starting)} jobs"
         try:
             recorded, answers = retrying(
@@ -101,8 +102,32 @@ class Writer:
         if finished:
             self.allowance.release(len(finished))
             self.state.done([job for job, _ in finished], written=True)
+        if given_back:
+            self.give_back(given_back)
         answer = iter(answers)
         for request in requests:
             if request.start is not None:
                 request.answer = next(answer)
             request.written.set()
+
+    def give_back(self, jobs: list) -> None:
+        """Hand back runs that the database's outage cut short, attempt not counted: they
+        are Pending again at once (this waits for the database to be back)."""
+        for job in jobs:
+            try:
+                released = retrying(
+                    lambda job=job: self.queue.release_job_run(job),
+                    what=f"giving back job {job.id}",
+                    using=self.using,
+                    give_up=self.force,
+                )
+            except GaveUp:
+                released = False  # still Running: the reaper takes it back
+            except Exception:
+                logger.exception("giving back job %s failed", job.id)
+                released = False
+            if released:
+                logger.info("job %s given back after the database went away", job.id)
+        self.state.stats.add(not_run=len(jobs))
+        self.allowance.not_run(len(jobs))
+        self.state.done(jobs, written=True)
