@@ -9,6 +9,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -46,6 +47,9 @@ class ProcessSettings:
     heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL
     progress_interval: timedelta = DEFAULT_PROGRESS_INTERVAL
     handler: object = field(default=dispatch)
+    #: This process's id: its `WorkerProcess` row's, stamped on its claims (a supervisor
+    #: names it, to hand back the jobs of a child that died).
+    process_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 @dataclass
@@ -80,6 +84,7 @@ class WorkerProcessRuntime:
                 poll_interval=settings.poll_interval,
                 shutdown_grace_period=settings.grace_period,
                 burst=settings.burst,
+                claimed_by=settings.process_id,
             )
             for name in settings.queues
         ]
@@ -183,6 +188,7 @@ class WorkerProcessRuntime:
     def _register(self, stop: threading.Event) -> WorkerProcess | None:
         s = self.settings
         row = WorkerProcess(
+            id=s.process_id,
             hostname=socket.gethostname()[:255],
             pid=os.getpid(),
             queues=list(s.queues),

@@ -3,14 +3,19 @@ a handler that kills its process."""
 
 from __future__ import annotations
 
+import os
+import signal
+from collections import Counter
 from datetime import timedelta
 
 import pytest
 
 from queues.api import Job, JobQueue, JobStatus
+from queues.models import ReaperRun, WorkerProcess
 
+from .helpers import wait_until
 from .subprocess_jobs import WORK_QUEUE
-from .test_runworker import runworker  # noqa: F401 (a fixture)
+from .test_runworker import enqueue_work, log_lines, runworker  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,3 +32,48 @@ def test_a_runaway_handler_makes_runworker_exit_1(runworker):  # noqa: F811
     assert "its handler is still running 1s after its 0.3s timeout" in run.text()
     assert "supervisor starts a fresh one" in run.text()
     assert queue.get_job(stuck.id).status == JobStatus.TIMED_OUT
+
+
+def test_a_handler_that_kills_its_process_is_dead_after_max_attempts(runworker, tmp_path):  # noqa: F811
+    """`os._exit(1)` in a handler, under `--processes 2`: each death's supervisor hands the
+    job back at once (not after its 300 s lease), with an error that says the process
+    died; after three deaths (max_attempts) the job is Dead and the children stop dying.
+    Batches of one, so that no other job is held by a dying child."""
+    log = tmp_path / "jobs.log"
+    queue = JobQueue()
+    poison = Job(queue_name=WORK_QUEUE, payload={"exit": 1, "log": str(log)}, max_attempts=3)
+    queue.enqueue(poison)
+    others = enqueue_work(6, log)
+    run = runworker(WORK_QUEUE, "--processes", "2", "--batch-size", "1", "--concurrency", "1")
+    wait_until(lambda: queue.get_job(poison.id).status == JobStatus.DEAD, 60, "not Dead")
+    wait_until(
+        lambda: queue.get_job_counts_by_status(WORK_QUEUE)["Completed"] == 6, 30, "stuck"
+    )
+    assert run.proc.poll() is None, f"the supervisor gave up:\n{run.text()}"
+    # Both children up (their signal handlers installed) before the stop.
+    wait_until(lambda: len(live_children()) == 2, 30, "the children did not come back")
+    run.signal(signal.SIGTERM)
+    assert run.wait() == 0, run.text()
+
+    dead = queue.get_job(poison.id)
+    assert dead.attempts == 3
+    assert dead.error_message.startswith("The worker process ")
+    assert dead.error_message.endswith(" died (exit code 1) while the job was Running")
+    starts = Counter(parts[1] for parts in log_lines(log) if parts[0] == "start")
+    assert starts[str(poison.id)] == 3, "it ran again after its last attempt"
+    assert all(queue.get_job(job_id).attempts == 1 for job_id in others)
+    handed_back = ReaperRun.objects.filter(ran_by__startswith="supervisor:")
+    assert sum(len(r.requeued_ids) + len(r.dead_ids) for r in handed_back) == 3
+    assert run.text().count("exited with 1; restarting") == 3
+
+
+def live_children() -> list[int]:
+    """The pids of the worker processes that registered and are alive."""
+    alive = []
+    for pid in WorkerProcess.objects.values_list("pid", flat=True):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    return alive

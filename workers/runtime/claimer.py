@@ -89,6 +89,8 @@ class Claimer:
         options = self.options.with_batch_size(n)
         token = uuid.uuid4()
         tries = 0
+        # Named only when set: a queue of the caller's own may not take the keyword.
+        stamp = {"claimed_by": self.worker.claimed_by} if self.worker.claimed_by else {}
 
         def claim() -> list[Job]:
             nonlocal tries
@@ -98,6 +100,6 @@ class Claimer:
                 if found:
                     logger.warning("found %d jobs of a claim whose reply was lost", len(found))
                     return found
-            return self.queue.dequeue(self.queue_name, options, run_token=token)
+            return self.queue.dequeue(self.queue_name, options, run_token=token, **stamp)
 
         return claim
