@@ -21,6 +21,19 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ms = lambda n: timedelta(milliseconds=n)  # noqa: E731
 
 
+def timing_out(queue, name, handler, grace: timedelta, **settings) -> Worker:
+    """A worker whose jobs time out after 200 ms, with `grace` for their threads."""
+    return Worker(
+        queue,
+        name,
+        handler,
+        poll_interval=ms(20),
+        default_timeout=ms(200),
+        shutdown_grace_period=grace,
+        **settings,
+    )
+
+
 def test_a_handler_thread_that_does_not_come_back_ends_the_run(caplog):
     queue = JobQueue()
     name = unique_queue("runaway")
@@ -32,14 +45,7 @@ def test_a_handler_thread_that_does_not_come_back_ends_the_run(caplog):
         if job.payload.get("stuck"):
             release.wait(60)  # ignores its timeout
 
-    worker = Worker(
-        queue,
-        name,
-        handler,
-        poll_interval=ms(20),
-        default_timeout=ms(200),
-        shutdown_grace_period=ms(500),
-    )
+    worker = timing_out(queue, name, handler, ms(500))
     try:
         with caplog.at_level("ERROR", logger="workers"):
             run = RunningWorker(worker)
@@ -80,15 +86,8 @@ def test_a_handler_thread_that_comes_back_within_the_grace_period_frees_its_slot
             with lock:
                 state["active"] -= 1
 
-    worker = Worker(
-        queue,
-        name,
-        handler,
-        poll_interval=ms(20),
-        default_timeout=ms(200),
-        shutdown_grace_period=timedelta(seconds=5),
-        batch_size=1,
-        batch_concurrency=1,
+    worker = timing_out(
+        queue, name, handler, timedelta(seconds=5), batch_size=1, batch_concurrency=1
     )
     run = RunningWorker(worker)
     try:

@@ -3,7 +3,6 @@ a handler that kills its process."""
 
 from __future__ import annotations
 
-import os
 import signal
 from collections import Counter
 from datetime import timedelta
@@ -11,9 +10,10 @@ from datetime import timedelta
 import pytest
 
 from queues.api import Job, JobQueue, JobStatus
-from queues.models import ReaperRun, WorkerProcess
+from queues.models import ReaperRun
 
 from .helpers import wait_until
+from .processes import live_workers
 from .subprocess_jobs import WORK_QUEUE
 from .test_runworker import enqueue_work, log_lines, runworker  # noqa: F401 (a fixture)
 
@@ -51,7 +51,7 @@ def test_a_handler_that_kills_its_process_is_dead_after_max_attempts(runworker, 
     )
     assert run.proc.poll() is None, f"the supervisor gave up:\n{run.text()}"
     # Both children up (their signal handlers installed) before the stop.
-    wait_until(lambda: len(live_children()) == 2, 30, "the children did not come back")
+    wait_until(lambda: len(live_workers(run.proc.pid)) == 2, 30, "the children did not come back")
     run.signal(signal.SIGTERM)
     assert run.wait() == 0, run.text()
 
@@ -66,14 +66,3 @@ def test_a_handler_that_kills_its_process_is_dead_after_max_attempts(runworker, 
     assert sum(len(r.requeued_ids) + len(r.dead_ids) for r in handed_back) == 3
     assert run.text().count("exited with 1; restarting") == 3
 
-
-def live_children() -> list[int]:
-    """The pids of the worker processes that registered and are alive."""
-    alive = []
-    for pid in WorkerProcess.objects.values_list("pid", flat=True):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        alive.append(pid)
-    return alive
