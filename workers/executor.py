@@ -12,7 +12,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from asgiref.sync import sync_to_async
 from django.db import connection
@@ -52,8 +52,9 @@ class Interrupted:
     error: str
 
 
-@dataclass(frozen=True)
-class Execution:
+class Execution(NamedTuple):
+    """How a run went (a tuple: one is built for every job)."""
+
     outcome: JobOutcome | Interrupted
     #: The thread of a sync handler that ran past its timeout and is still running.
     straggler: threading.Thread | None = None
