@@ -1,12 +1,14 @@
-"""Maintenance services: the reaper takes back jobs whose lease expired, the pruner deletes
-old finished jobs (in bounded batches), old reaper runs, the rows of worker processes that
-stopped heartbeating and the completion counts of old minutes. `runworker` runs both on
-their intervals."""
+"""Maintenance services: the reaper takes back jobs whose lease expired, the lifeline the
+jobs of a worker process that died, the pruner deletes old finished jobs (in bounded
+batches), old reaper runs, the rows of worker processes that stopped heartbeating and the
+completion counts of old minutes. `runworker` runs the reaper and the pruner on their
+intervals; its supervisor runs the lifeline when a child ends."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
+from uuid import UUID
 
 from django.db.models import Q
 
@@ -14,6 +16,7 @@ from . import completions
 from .enums import JobStatus
 from .models import CompletionCount, Job, ReaperRun, WorkerProcess
 from .outcomes import StaleJobRecovery
+from .rules import note_recovery, reaper_outcome, reaper_run_row
 from .stats import SPARK_MINUTES
 
 DEFAULT_REAPER_INTERVAL = timedelta(seconds=60)
@@ -43,6 +46,38 @@ class Reaper:
 
     def run_once(self) -> StaleJobRecovery:
         return self.queue.requeue_stale_jobs(None, ran_by=self.ran_by)
+
+
+class Lifeline:
+    """Hands back at once the Running jobs of a worker process that ended (a child whose
+    supervisor saw it die), instead of waiting for their leases to expire: what the reaper
+    does with an expired lease, with an error that says the process died. A job whose
+    handler kills its process is so tried `max_attempts` times, then Dead, not restarted in
+    a loop. Every job the process held counts that attempt, started or not, as with the
+    reaper: nothing tells them apart once the process is gone. Records a `ReaperRun`."""
+
+    def __init__(self, queue, ran_by: str = ""):
+        self.queue = queue
+        self.ran_by = ran_by
+
+    def hand_back(self, process_id: UUID, error: str) -> StaleJobRecovery:
+        """The jobs claimed by `process_id` and still Running: Pending again at once (their
+        attempt counted), or Dead when their attempts are used up; `error` says why."""
+        recovery = StaleJobRecovery()
+        running = Job.objects.using(self.queue.using).filter(
+            status=JobStatus.RUNNING, claimed_by=process_id
+        )
+        for job in running.order_by("lease_expires_at", "id"):
+            # Each job in its own transaction, fenced by the run read here: one the process
+            # finished, or the reaper took, meanwhile is left as it is.
+            outcome = replace(reaper_outcome(job, self.queue.now()), error=error)
+            recorded = self.queue.finish_job_run(job, outcome)
+            if recorded is not None:
+                note_recovery(recovery, job.id, recorded)
+        if recovery.requeued or recovery.dead:
+            row = reaper_run_row(recovery, self.queue.now(), self.ran_by, None)
+            row.save(using=self.queue.using)
+        return recovery
 
 
 @dataclass

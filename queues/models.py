@@ -163,6 +163,9 @@ class Job(models.Model):
     run_token = models.UUIDField(null=True, blank=True, editable=False)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The worker process (its `WorkerProcess` id) whose claim the current or last run was,
+    # so that a supervisor can hand back a dead child's jobs at once, not after their lease.
+    claimed_by = models.UUIDField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-priority", "scheduled_at", "id"]

@@ -169,10 +169,16 @@ class JobQueue:
 
     # Claim ------------------------------------------------------------------------------
     def dequeue(
-        self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
+        self,
+        queue_name: str,
+        options: DequeueOptions | None = None,
+        *,
+        run_token=None,
+        claimed_by: UUID | None = None,
     ) -> list[Job]:
         """`run_token` (default: a new one) lets a caller whose connection dropped during
-        the claim find the jobs if the claim was committed after all."""
+        the claim find the jobs if the claim was committed after all. `claimed_by` (a
+        worker process's id) is stamped on the claimed jobs."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         if options.batch_size == 0:
@@ -184,14 +190,18 @@ class JobQueue:
         dialect = self.dialect
 
         def strict():
-            return dialect.claim(queue_name, options.batch_size, now, expires, token)
+            return dialect.claim(
+                queue_name, options.batch_size, now, expires, token, claimed_by=claimed_by
+            )
 
         def weighted():
             levels = dialect.claimable_levels(queue_name, now)
             claimed: list[Job] = []
             for level in weights.level_order(levels, self.rng):
                 need = options.batch_size - len(claimed)
-                got = dialect.claim(queue_name, need, now, expires, token, priority=level)
+                got = dialect.claim(
+                    queue_name, need, now, expires, token, priority=level, claimed_by=claimed_by
+                )
                 claimed.extend(sorted(got, key=_age_key))
                 if len(claimed) >= options.batch_size:
                     break

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .executor import JobError
+from .executor import JobError, RunawayHandler
 from .rate_limit import RateLimit, RateLimiter
 from .registry import NoHandler, autodiscover, dispatch, handler_for, job_handler
 from .throttle import Throttle, ThrottleConfig
@@ -13,6 +13,7 @@ __all__ = [
     "NoHandler",
     "RateLimit",
     "RateLimiter",
+    "RunawayHandler",
     "ThrottleConfig",
     "Throttle",
     "Worker",

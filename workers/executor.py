@@ -1,5 +1,6 @@
 """Running one handler call: sync handlers in threads, async ones on an event loop, each
-within the job's timeout, and turning what happened into a `JobOutcome`."""
+within the job's timeout, and turning what happened into a `JobOutcome` (or `Interrupted`,
+when the database went away under the handler)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,54 @@ import logging
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
+from asgiref.sync import sync_to_async
 from django.db import connection
 
 from queues.api import Job, JobOutcome
+
+from .connections import after_job, close_all, lost_database
 
 logger = logging.getLogger("workers")
 
 
 class HandlerTimeout(Exception):
-    pass
+    def __init__(self, thread: threading.Thread | None = None) -> None:
+        super().__init__()
+        self.thread = thread  # a sync handler's thread, still running
+
+
+class DatabaseLost(Exception):
+    """Raised in place of a handler's error that a lost database caused."""
 
 
 class JobError(Exception):
     """Raise from a handler to fail its run with exactly this message (no class name)."""
+
+
+class RunawayHandler(Exception):
+    """Raised by `Worker.run` (after it drained) when a sync handler's thread had not come
+    back within the job's timeout plus the grace period: the process should end, so that
+    its supervisor starts a fresh one (the thread cannot be stopped otherwise)."""
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A run that failed only because the database went away: not the job's fault, so its
+    attempt is given back and it runs again as soon as the database is back."""
+
+    error: str
+
+
+class Execution(NamedTuple):
+    """How a run went (a tuple: one is built for every job)."""
+
+    outcome: JobOutcome | Interrupted
+    #: The thread of a sync handler that ran past its timeout and is still running.
+    straggler: threading.Thread | None = None
 
 
 class EventLoop:
@@ -65,56 +98,94 @@ class EventLoop:
         with self._lock:
             loop, thread, self._loop = self._loop, self._thread, None
         if loop is not None:
+            # The connections that async handlers opened in asgiref's thread would outlive
+            # the run (with CONN_MAX_AGE), as nothing else closes them.
+            closing = asyncio.run_coroutine_threadsafe(sync_to_async(close_all)(), loop)
+            try:
+                closing.result(5)
+            except Exception:  # a connection that cannot even be closed is gone anyway
+                logger.debug("closing the async handlers' connections failed", exc_info=True)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(5)
             if not thread.is_alive():
                 loop.close()
 
 
+def _call(handler, job: Job) -> Any:
+    """`handler(job)` in this thread; afterwards (also after an error) this thread's
+    connections are made fit for its next job."""
+    try:
+        return handler(job)
+    except BaseException as exc:
+        if lost_database(exc):
+            raise DatabaseLost from exc
+        raise
+    finally:
+        after_job()
+
+
 async def _awaited(awaitable):
-    return await awaitable
+    # An async handler's ORM calls run in asgiref's thread for thread-sensitive code (as
+    # Django's async ORM does): its connections are checked there, as a sync handler's are
+    # in its own thread.
+    try:
+        return await awaitable
+    except Exception as exc:
+        if await sync_to_async(lost_database)(exc):
+            raise DatabaseLost from exc
+        raise
+    finally:
+        await sync_to_async(after_job)()
 
 
 def _call_in_thread(handler, job: Job, timeout: float) -> Any:
     """A sync call that may outlive its timeout: it runs in its own daemon thread, which is
-    left behind on a timeout (Python cannot stop a thread); its outcome is then discarded
-    by the run's fencing, and the thread closes its connection when it ends."""
+    left behind on a timeout (Python cannot stop a thread; the slot waits for it, see
+    slots.py); its outcome is then discarded by the run's fencing, and the thread closes
+    its connections when it ends."""
     future: Future = Future()
 
     def target():
         try:
-            future.set_result(handler(job))
+            future.set_result(_call(handler, job))
         except BaseException as exc:
             future.set_exception(exc)
         finally:
-            connection.close()
+            close_all()
 
-    threading.Thread(target=target, name=f"job-{job.id}", daemon=True).start()
+    thread = threading.Thread(target=target, name=f"job-{job.id}", daemon=True)
+    thread.start()
     try:
         return future.result(timeout)
     except FutureTimeout:
-        raise HandlerTimeout from None
+        raise HandlerTimeout(thread) from None
 
 
-def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> JobOutcome:
+def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Execution:
     """Call `handler(job)` and say how the run ended: its return value is the result, an
-    exception a failed run, running past `timeout` a timed-out run."""
+    exception a failed run (or an interrupted one, if the database went away), running past
+    `timeout` a timed-out run."""
     seconds = timeout.total_seconds() if timeout else None
     try:
         if seconds is None:
-            value = handler(job)
+            value = _call(handler, job)
         else:
             value = _call_in_thread(handler, job, seconds)
         if inspect.isawaitable(value):
             value = loop.run(value, seconds)
-    except HandlerTimeout:
-        return JobOutcome.timed_out(f"Job timed out after {seconds:g}s")
+    except HandlerTimeout as exc:
+        return Execution(JobOutcome.timed_out(f"Job timed out after {seconds:g}s"), exc.thread)
+    except DatabaseLost as exc:
+        error = describe(exc.__cause__)
+        logger.warning("job %s on %s: the database went away under it: %s", job.id,
+                       job.queue_name, error)
+        return Execution(Interrupted(error))
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit from a handler fails its job, not the worker
         logger.info("job %s on %s failed: %r", job.id, job.queue_name, exc)
-        return JobOutcome.failed(describe(exc))
-    return JobOutcome.completed(value)
+        return Execution(JobOutcome.failed(describe(exc)))
+    return Execution(JobOutcome.completed(value))
 
 
 def describe(exc: BaseException) -> str:

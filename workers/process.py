@@ -9,6 +9,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -19,6 +20,7 @@ from queues.api import JobQueue
 from queues.maintenance import Pruner, Reaper
 from queues.models import WorkerProcess
 
+from .executor import RunawayHandler
 from .faults import GaveUp, retrying
 from .maintenance import MaintenanceLoop
 from .registry import dispatch
@@ -45,6 +47,9 @@ class ProcessSettings:
     heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL
     progress_interval: timedelta = DEFAULT_PROGRESS_INTERVAL
     handler: object = field(default=dispatch)
+    #: This process's id: its `WorkerProcess` row's, stamped on its claims (a supervisor
+    #: names it, to hand back the jobs of a child that died).
+    process_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 @dataclass
@@ -79,6 +84,7 @@ class WorkerProcessRuntime:
                 poll_interval=settings.poll_interval,
                 shutdown_grace_period=settings.grace_period,
                 burst=settings.burst,
+                claimed_by=settings.process_id,
             )
             for name in settings.queues
         ]
@@ -135,6 +141,11 @@ class WorkerProcessRuntime:
     def _run_worker(self, worker: Worker, stop: threading.Event, force: threading.Event):
         try:
             worker.run(stop, force)
+        except RunawayHandler:
+            # Logged by the run. The process exits 1 once every worker drained: the thread
+            # that runs on goes with it, and the supervisor starts a fresh process.
+            self.crashed = True
+            stop.set()
         except Exception:
             # The whole process stops (and exits 1): a supervisor or an operator restarts
             # it, rather than it running on with a queue nobody works.
@@ -177,6 +188,7 @@ class WorkerProcessRuntime:
     def _register(self, stop: threading.Event) -> WorkerProcess | None:
         s = self.settings
         row = WorkerProcess(
+            id=s.process_id,
             hostname=socket.gethostname()[:255],
             pid=os.getpid(),
             queues=list(s.queues),

@@ -1,5 +1,5 @@
 """`Worker`: the settings of a worker for one queue, built with `with_*` calls or keyword
-arguments, and `run(stop)` (see runtime.py for what a run does)."""
+arguments, and `run(stop)` (see runtime/run.py for what a run does)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import copy
 import threading
 from dataclasses import dataclass, field
 from datetime import timedelta
+from uuid import UUID
 
 from queues.api import JobQueue, PriorityWeights
 from queues.options import DEFAULT_LEASE, MAX_BATCH_SIZE
@@ -75,6 +76,7 @@ class Worker:
         default_timeout: timedelta | None = None,
         priority_weights: PriorityWeights | None = None,
         burst: bool = False,
+        claimed_by: UUID | None = None,
     ) -> None:
         if not callable(handler):
             raise TypeError("handler must be callable")
@@ -93,6 +95,7 @@ class Worker:
         self.with_default_timeout(default_timeout)
         self.with_priority_weights(priority_weights)
         self.with_burst(burst)
+        self.with_claimed_by(claimed_by)
         if rate_limit is not None:
             self.with_rate_limit(rate_limit)
         if throttle_config is not None:
@@ -137,6 +140,14 @@ class Worker:
     def with_burst(self, burst: bool = True) -> Worker:
         """Return from `run` once the queue has nothing claimable and nothing is in flight."""
         self.burst = bool(burst)
+        return self
+
+    def with_claimed_by(self, process_id: UUID | None) -> Worker:
+        """Stamp this worker's claims with `process_id` (runworker: its `WorkerProcess`
+        id), so that the jobs of a process that died can be handed back at once."""
+        if process_id is not None and not isinstance(process_id, UUID):
+            raise TypeError("claimed_by must be a UUID or None")
+        self.claimed_by = process_id
         return self
 
     def with_rate_limit(self, limit: RateLimit) -> Worker:

@@ -112,14 +112,17 @@ class Dialect:
         lease_expires_at: datetime,
         token: uuid.UUID,
         priority: int | None = None,
+        claimed_by: uuid.UUID | None = None,
     ) -> list[Job]:
-        """Claim up to `limit` jobs; runs inside the caller's transaction."""
+        """Claim up to `limit` jobs for the worker process `claimed_by`; runs inside the
+        caller's transaction."""
         params = {
             "queue": queue,
             "limit": limit,
             "now": self.dt(now),
             "lease_expires_at": self.dt(lease_expires_at),
             "token": self.uuid(token),
+            "claimed_by": self.uuid(claimed_by),
         }
         name = "claim_batch"
         if priority is not None:
@@ -214,9 +217,10 @@ class MySQLDialect(Dialect):
         args = getattr(exc, "args", ()) or ()
         return bool(args) and args[0] in _MYSQL_RETRYABLE
 
-    def claim(self, queue, limit, now, lease_expires_at, token, priority=None):
+    def claim(self, queue, limit, now, lease_expires_at, token, priority=None, claimed_by=None):
         # Two statements, one transaction (see mysql.sql): the base claim's locking read
-        # (its lease and token parameters go unused), then mark_claimed marks the rows.
+        # (its lease, token and claimant parameters go unused), then mark_claimed marks the
+        # rows.
         jobs = super().claim(queue, limit, now, lease_expires_at, token, priority)
         if not jobs:
             return jobs
@@ -228,6 +232,7 @@ class MySQLDialect(Dialect):
                     "now": self.dt(now),
                     "lease_expires_at": self.dt(lease_expires_at),
                     "token": self.uuid(token),
+                    "claimed_by": self.uuid(claimed_by),
                 },
             )
         for job in jobs:
@@ -237,6 +242,7 @@ class MySQLDialect(Dialect):
             job.last_heartbeat_at = now
             job.lease_expires_at = lease_expires_at
             job.run_token = token
+            job.claimed_by = claimed_by
         return jobs
 
 

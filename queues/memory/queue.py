@@ -117,10 +117,15 @@ class TestQueue:
 
     # Claim ------------------------------------------------------------------------------
     def dequeue(
-        self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
+        self,
+        queue_name: str,
+        options: DequeueOptions | None = None,
+        *,
+        run_token=None,
+        claimed_by: UUID | None = None,
     ) -> list[Job]:
         """Claim up to `options.batch_size` jobs, as one run with `run_token` (default: a
-        new one)."""
+        new one), for the worker process `claimed_by`."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         if options.batch_size == 0:
@@ -131,7 +136,7 @@ class TestQueue:
         weights = options.priority_weights
         with self._lock:
             picked = self._store.pick(queue_name, now, options.batch_size, weights, self.rng)
-            return [self._store.claim(job, now, expires, token) for job in picked]
+            return [self._store.claim(job, now, expires, token, claimed_by) for job in picked]
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
         options = (options or DequeueOptions()).with_batch_size(1)

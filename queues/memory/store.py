@@ -163,10 +163,14 @@ class Store:
                 break
         return picked
 
-    def claim(self, job: Job, now: datetime, expires: datetime, token: UUID) -> Job:
-        """Mark a picked job Running for the run `token`; returns a copy for the caller."""
+    def claim(
+        self, job: Job, now: datetime, expires: datetime, token: UUID, claimed_by: UUID | None
+    ) -> Job:
+        """Mark a picked job Running for the run `token` of the worker process `claimed_by`;
+        returns a copy for the caller."""
         fields = {"status": JobStatus.RUNNING, "attempts": job.attempts + 1, "started_at": now}
         fields |= {"last_heartbeat_at": now, "lease_expires_at": expires, "run_token": token}
+        fields["claimed_by"] = claimed_by
         write(job, fields)
         return copied(job)
 

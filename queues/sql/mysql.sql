@@ -45,11 +45,12 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: mark_claimed
--- The second statement of a claim: marks the rows claim_batch locked (same transaction).
+-- The second statement of a claim: marks the rows claim_batch locked (same transaction);
+-- `claimed_by` names the claiming worker process (see postgresql.sql).
 UPDATE queues_job
 SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
-    run_token = %(token)s
+    run_token = %(token)s, claimed_by = %(claimed_by)s
 WHERE id IN %(ids)s
 
 -- name: lock_expired_leases

@@ -19,6 +19,8 @@ WHERE EXISTS (
 -- or double-claim a row; PostgreSQL re-checks the WHERE clause on the newest row version
 -- before locking it. Pause, dependencies, disabled recurring jobs and scheduled_at are all
 -- checked here, inside the claim. `status` is a literal so the partial index applies.
+-- `claimed_by` names the worker process that claims (NULL if the caller names none), so that
+-- its supervisor can hand its jobs back at once if it dies.
 WITH picked AS (
     SELECT id FROM queues_job
     WHERE queue_name = %(queue)s AND status = 'Pending' AND scheduled_at <= %(now)s
@@ -32,7 +34,7 @@ WITH picked AS (
 UPDATE queues_job AS j
 SET status = 'Running', attempts = j.attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
-    run_token = %(token)s
+    run_token = %(token)s, claimed_by = %(claimed_by)s
 FROM picked WHERE j.id = picked.id
 RETURNING j.*
 
@@ -52,7 +54,7 @@ WITH picked AS (
 UPDATE queues_job AS j
 SET status = 'Running', attempts = j.attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
-    run_token = %(token)s
+    run_token = %(token)s, claimed_by = %(claimed_by)s
 FROM picked WHERE j.id = picked.id
 RETURNING j.*
 

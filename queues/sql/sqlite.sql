@@ -20,10 +20,11 @@ WHERE EXISTS (
 
 -- name: claim_batch
 -- One statement per batch, inside the IMMEDIATE transaction that serialises writers.
+-- `claimed_by` names the claiming worker process (see postgresql.sql).
 UPDATE queues_job
 SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
-    run_token = %(token)s
+    run_token = %(token)s, claimed_by = %(claimed_by)s
 WHERE id IN (
     SELECT id FROM queues_job
     WHERE queue_name = %(queue)s AND status = 'Pending' AND scheduled_at <= %(now)s
@@ -40,7 +41,7 @@ RETURNING *
 UPDATE queues_job
 SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
-    run_token = %(token)s
+    run_token = %(token)s, claimed_by = %(claimed_by)s
 WHERE id IN (
     SELECT id FROM queues_job
     WHERE queue_name = %(queue)s AND status = 'Pending' AND priority = %(priority)s

@@ -12,3 +12,13 @@ def pytest_collection_modifyitems(items):
     restarts = [item for item in items if item.get_closest_marker("pgrestart")]
     if restarts:
         items[:] = [item for item in items if item not in restarts] + restarts
+
+
+@pytest.fixture
+def handler_runs(transactional_db):
+    """The `HandlerRun` side table (see handler_runs.py), for tests with transaction=True."""
+    from .handler_runs import create_table, drop_table
+
+    create_table()
+    yield
+    drop_table()

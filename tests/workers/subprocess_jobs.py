@@ -4,7 +4,8 @@
 A job whose payload names a `log` file appends `start <id> <attempt> <pid>` when it starts
 and `done <id>` when its handler returns, so a test can tell what ran where and how often.
 A job whose payload names a `gate` file waits until that file exists: the test decides
-when it finishes.
+when it finishes. A job whose payload has `exit` ends its process with that code, as a
+segfault or the OOM killer would, without any cleanup.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def _log(path: str | None, line: str) -> None:
 def work(job):
     log = job.payload.get("log")
     _log(log, f"start {job.id} {job.attempts} {os.getpid()}")
+    if "exit" in job.payload:
+        os._exit(job.payload["exit"])
     gate = job.payload.get("gate")
     deadline = time.monotonic() + 120
     while gate and not os.path.exists(gate) and time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""The writer's group commit (`WorkerRun._linger`): it waits for busy slots only while jobs
+"""The writer's group commit (`Writer.linger`): it waits for busy slots only while jobs
 are short. No database: the conditions are driven by hand."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import threading
 
 from queues.api import Job, TestQueue
 from workers.api import Worker
-from workers.runtime import LINGER, Request, WorkerRun
+from workers.runtime import LINGER, Request, RunState, WorkerRun
 
 
 class Recording:
     """Stands in for the writer's condition: records each wait instead of sleeping."""
 
-    def __init__(self, run: WorkerRun, arrive: int = 0) -> None:
+    def __init__(self, run: RunState, arrive: int = 0) -> None:
         self.run, self.arrive, self.waits = run, arrive, []
 
     def wait(self, timeout=None):
@@ -24,43 +24,44 @@ class Recording:
         return True
 
 
-def make_run(concurrency: int = 4) -> WorkerRun:
+def make_run(concurrency: int = 4):
+    """The state of a worker run, with one request waiting, and its writer."""
     worker = Worker(TestQueue(), "q", lambda job: None, batch_concurrency=concurrency)
     run = WorkerRun(worker, threading.Event(), threading.Event())
-    run.outbox.append(Request(None, None))
-    return run
+    run.state.outbox.append(Request(None, None))
+    return run.state, run.writer
 
 
 def test_long_jobs_are_written_at_once():
-    run = make_run()
+    run, writer = make_run()
     run.requests = Recording(run)
     run.run_time = LINGER * 5
-    run._linger()
+    writer.linger()
     assert run.requests.waits == []
 
 
 def test_no_wait_before_a_run_time_is_known():
-    run = make_run()
+    run, writer = make_run()
     run.requests = Recording(run)
-    run._linger()
+    writer.linger()
     assert run.requests.waits == []
 
 
 def test_short_jobs_wait_for_the_busy_slots_then_write_together():
-    run = make_run(concurrency=4)
+    run, writer = make_run(concurrency=4)
     run.idle = 1  # three busy slots: one handed in, two to come
     run.requests = Recording(run, arrive=2)
     run.run_time = LINGER / 10
-    run._linger()
+    writer.linger()
     assert len(run.requests.waits) == 2 and all(0 < t <= LINGER for t in run.requests.waits)
     assert len(run.outbox) == 3
 
 
 def test_short_jobs_wait_no_longer_than_the_linger():
-    run = make_run(concurrency=4)
+    run, writer = make_run(concurrency=4)
     run.requests = Recording(run)  # nobody else hands in
     run.run_time = LINGER / 10
-    run._linger()
+    writer.linger()
     assert run.requests.waits, "it did not wait for the busy slots"
     assert len(run.outbox) == 1
 

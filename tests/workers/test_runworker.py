@@ -258,6 +258,7 @@ def test_supervised_processes_in_burst_mode(runworker, tmp_path):
 
 
 @pytest.mark.pgrestart
+@pytest.mark.dbrestart
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="restarts PostgreSQL")
 def test_worker_carries_on_through_a_postgresql_restart(runworker, tmp_path):
     """The server is shared: one short restart, while a worker is busy."""

@@ -32,8 +32,8 @@ _COMPLETE = {
 }
 _MYSQL_CLAIM_UPDATE = (
     "UPDATE queues_job SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,"
-    " last_heartbeat_at = %(now)s, lease_expires_at = %(lease)s, run_token = %(token)s"
-    " WHERE id IN %(ids)s"
+    " last_heartbeat_at = %(now)s, lease_expires_at = %(lease)s, run_token = %(token)s,"
+    " claimed_by = %(claimed_by)s WHERE id IN %(ids)s"
 )
 
 
@@ -45,6 +45,8 @@ class RawLoop:
         self.settings = settings
         self.claim_sql = queries_for(vendor)["claim_batch"]
         self.complete_sql = _COMPLETE[vendor]
+        # The claim stamps a worker process, as runworker's claims do.
+        self.claimed_by = uuid.uuid4()
 
     def run(self, queue: str, batch: int) -> tuple[int, float]:
         conn = self._connect()
@@ -104,6 +106,7 @@ class RawLoop:
                 "now": now,
                 "lease_expires_at": now + LEASE,
                 "token": token,
+                "claimed_by": self.claimed_by,
             }
             # One statement, in autocommit as Hammerweb's strict claim on PostgreSQL.
             ids = [row[0] for row in conn.execute(self.claim_sql, params).fetchall()]
@@ -118,7 +121,13 @@ class RawLoop:
             if ids:
                 cursor.execute(
                     _MYSQL_CLAIM_UPDATE,
-                    {"now": naive, "lease": naive + LEASE, "token": str(token), "ids": ids},
+                    {
+                        "now": naive,
+                        "lease": naive + LEASE,
+                        "token": str(token),
+                        "claimed_by": str(self.claimed_by),
+                        "ids": ids,
+                    },
                 )
             conn.commit()
             if ids:
@@ -144,6 +153,7 @@ class RawLoop:
                 "now": text(now),
                 "lease_expires_at": text(now + LEASE),
                 "token": token.hex,
+                "claimed_by": self.claimed_by.hex,
             },
         ).fetchall()
         conn.execute("COMMIT")

@@ -23,11 +23,14 @@ from queues.api import JobQueue, QueueError
 from queues.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
 from queues.validation import validate_queue_name
 
+from ...lifeline import ChildLifeline
 from ...process import ProcessSettings, WorkerProcessRuntime
 from ...registry import autodiscover, handler_for
-from ...supervisor import Supervisor, watch_supervisor
+from ...supervisor import Supervisor, assigned_process_id, watch_supervisor
 
 logger = logging.getLogger("workers")
+#: How long a supervisor that stops waits for the hand-back of its last children's jobs.
+LIFELINE_PATIENCE = 30.0
 
 
 def positive_int(text: str) -> int:
@@ -114,10 +117,16 @@ class Command(BaseCommand):
 
     def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
         if options["processes"] > 1:
+            lifeline = ChildLifeline(options["database"], force)
             supervisor = Supervisor(
-                self._child_args(options), options["processes"], options["burst"]
+                self._child_args(options),
+                options["processes"],
+                options["burst"],
+                on_exit=lifeline.child_ended,
             )
-            sys.exit(supervisor.run(stop, force))
+            code = supervisor.run(stop, force)
+            lifeline.wait(LIFELINE_PATIENCE)
+            sys.exit(code)
         for module in options["include"]:
             try:
                 importlib.import_module(module)
@@ -157,6 +166,7 @@ class Command(BaseCommand):
             reaper=reaper,
             pruner=pruner,
             using=options["database"],
+            process_id=assigned_process_id(),
         )
 
     def _child_args(self, options) -> list[str]:

@@ -1,0 +1,53 @@
+"""The database connections of the threads that run handlers. Each job gets a usable one, as
+Django's request cycle gives each request one: `close_old_connections()` after every job of a
+thread (so before its next one), whatever the job did, closes a connection that is broken,
+has outlived CONN_MAX_AGE or was left in a transaction, and re-arms the health check
+(CONN_HEALTH_CHECKS) that the connection's next use runs. A thread with no connection open
+(a handler that does not use the database) pays one look-up.
+
+A run that fails only because the database went away is not the job's fault: `lost_database`
+tells such a failure from one of the handler's own (see `Interrupted` in executor.py).
+"""
+
+from __future__ import annotations
+
+from django.db import close_old_connections, connections
+
+from .faults import DB_FAULTS
+
+__all__ = ["after_job", "close_all", "lost_database"]
+
+after_job = close_old_connections
+
+
+def close_all() -> None:
+    """Close this thread's connections (a thread that runs handlers, at its end)."""
+    connections.close_all()
+
+
+def lost_database(exc: BaseException) -> bool:
+    """Whether the handler's `exc` comes from a lost database: a connection fault
+    (OperationalError, InterfaceError) in its chain of causes, and a connection of this
+    thread that could not connect or no longer answers. A fault on a connection that still
+    answers (a deadlock, a statement timeout, MySQL's error for an unknown column) is the
+    job's own, and so is any other error."""
+    if not _caused_by_a_fault(exc):
+        return False
+    for conn in connections.all(initialized_only=True):
+        # `errors_occurred`: Django marks a connection whose query (or connect) raised
+        # anything but a DataError or IntegrityError; a connection None after that could
+        # not connect, or was closed because it broke.
+        if conn.errors_occurred and (conn.connection is None or not conn.is_usable()):
+            return True
+    return False
+
+
+def _caused_by_a_fault(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DB_FAULTS):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

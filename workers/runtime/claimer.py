@@ -1,0 +1,105 @@
+"""The claimer of a worker run: it claims a batch sized by the free capacity, within the
+throttle's permits and the rate limiters' tokens, and hands the jobs to the slots."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+
+from queues.api import Job, JobStatus
+
+from ..faults import GaveUp, retrying
+from .allowance import Allowance
+from .state import RunState
+
+logger = logging.getLogger("workers")
+
+
+def find_lost_claim(queue, queue_name: str, token: uuid.UUID) -> list[Job]:
+    """The jobs of an earlier claim with `token`, whose reply a fault may have lost: still
+    Running with that token, in claim order.
+
+    The one place the worker reads jobs itself: once the engine's `dequeue(...,
+    run_token=token)` finds its own earlier claim, the call below asks it instead."""
+    using = getattr(queue, "using", "default")
+    jobs = Job.objects.using(using).filter(
+        queue_name=queue_name, status=JobStatus.RUNNING, run_token=token
+    )
+    return list(jobs.order_by("-priority", "scheduled_at", "id"))
+
+
+class Claimer:
+    def __init__(self, worker, state: RunState, allowance: Allowance, options, stop) -> None:
+        self.worker = worker
+        self.queue = worker.queue
+        self.queue_name = worker.queue_name
+        self.state = state
+        self.allowance = allowance
+        self.options = options
+        self.stop: threading.Event = stop  # the caller's stop: a claim gives up on it
+
+    def run(self) -> None:
+        """Claim until stopping (or, in burst mode, until the queue is empty)."""
+        state = self.state
+        poll = self.worker.poll_interval.total_seconds()
+        batch_size = self.worker.batch_size
+        while True:
+            with state.lock:
+                while not state.stopping and state.capacity(batch_size) <= 0:
+                    state.room.wait()
+                if state.stopping:
+                    return
+                wanted = state.capacity(batch_size)
+            asked, got = self.claim(wanted)
+            if got and got == asked:
+                continue  # maybe more where these came from
+            with state.lock:
+                if self.worker.burst and asked and not got and not state.in_flight_count():
+                    logger.info("queue %s is empty", self.queue_name)
+                    return
+            # The queue had less than asked for: claim again after the poll interval (not
+            # at each job's end, which would poll an empty queue once per job).
+            state.stopped.wait(poll)
+
+    def claim(self, wanted: int) -> tuple[int, int]:
+        """Claim up to `wanted` jobs within the free permits and tokens: (asked, got)."""
+        n = self.allowance.take(wanted)
+        jobs: list[Job] = []
+        if n:
+            try:
+                jobs = retrying(
+                    self._claim_call(n),
+                    what="claiming jobs",
+                    using=getattr(self.queue, "using", "default"),
+                    give_up=self.stop,
+                )
+            except GaveUp:
+                jobs = []
+        self.allowance.not_run(n - len(jobs))
+        if jobs:
+            logger.debug("claimed %d jobs from %s", len(jobs), self.queue_name)
+            self.state.hold(jobs)
+        return n, len(jobs)
+
+    def _claim_call(self, n: int):
+        """A claim of `n` jobs that can be retried after a fault: the claim has its own run
+        token, so if the fault hid a claim that was committed, the retry finds its jobs
+        instead of leaving them Running until their lease expires."""
+        options = self.options.with_batch_size(n)
+        token = uuid.uuid4()
+        tries = 0
+        # Named only when set: a queue of the caller's own may not take the keyword.
+        stamp = {"claimed_by": self.worker.claimed_by} if self.worker.claimed_by else {}
+
+        def claim() -> list[Job]:
+            nonlocal tries
+            tries += 1
+            if tries > 1:
+                found = find_lost_claim(self.queue, self.queue_name, token)
+                if found:
+                    logger.warning("found %d jobs of a claim whose reply was lost", len(found))
+                    return found
+            return self.queue.dequeue(self.queue_name, options, run_token=token, **stamp)
+
+        return claim

@@ -1,0 +1,102 @@
+"""One run of a `Worker`: the threads and what they share.
+
+- the claimer (this thread) claims batches sized by the free capacity (claimer.py);
+- `batch_concurrency` slots run the held jobs (slots.py);
+- the writer records the slots' outcomes and starts with group commit (writer.py);
+- the heartbeat keeps the lease of every held or running job (../heartbeat.py);
+- the watcher turns the caller's stop into a wake-up of every waiter.
+
+The state they share and its lock are in state.py; the end of a run in shutdown.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from queues.api import DequeueOptions
+
+from ..executor import EventLoop, RunawayHandler
+from ..faults import close_connection
+from ..heartbeat import beat_until
+from .allowance import Allowance
+from .claimer import Claimer
+from .shutdown import shut_down
+from .slots import Slot
+from .state import RunState
+from .writer import Writer
+
+logger = logging.getLogger("workers")
+
+
+class WorkerRun:
+    def __init__(self, worker, stop: threading.Event, force: threading.Event) -> None:
+        self.worker = worker
+        self.stop = stop
+        self.force = force
+        self.state = RunState(worker.stats, worker.batch_concurrency)
+        self.allowance = Allowance(worker.throttle, worker.limiters)
+        self.loop = EventLoop()
+        options = DequeueOptions(lease_duration=worker.lease_duration)
+        options = options.with_priority_weights(worker.priority_weights)
+        self.claimer = Claimer(worker, self.state, self.allowance, options, stop)
+        self.writer = Writer(worker.queue, self.state, self.allowance, force)
+        self.runaway: RunawayHandler | None = None
+
+    def run(self) -> None:
+        worker, state = self.worker, self.state
+        name = worker.queue_name
+        heartbeat = (state.finished, worker.queue, worker.lease_duration, state.in_flight)
+        threads = [
+            threading.Thread(target=self._watch, name=f"{name}-watch"),
+            threading.Thread(target=beat_until, args=heartbeat, name=f"{name}-heartbeat"),
+            threading.Thread(target=self.writer.run, name=f"{name}-writer"),
+        ]
+        threads += [
+            threading.Thread(
+                target=Slot(worker, state, self.allowance, self.loop, self._runaway).run,
+                name=f"{name}-slot-{i}",
+            )
+            for i in range(worker.batch_concurrency)
+        ]
+        for thread in threads:
+            # Daemons: a job still running when the grace period ends must not keep the
+            # process alive; its lease expires and the reaper takes it back.
+            thread.daemon = True
+            thread.start()
+        try:
+            self.claimer.run()
+        finally:
+            try:
+                shut_down(worker, state, self.allowance, self.force)
+            finally:
+                state.finished.set()
+                self.loop.close()
+                close_connection(getattr(worker.queue, "using", "default"))
+        if self.runaway is not None:
+            raise self.runaway
+
+    def _watch(self) -> None:
+        """Turn the caller's stop (or force) into a wake-up of every waiter."""
+        while not (self.stop.wait(0.05) or self.force.is_set()):
+            if self.state.finished.is_set():
+                return
+        self.state.set_stopping()
+
+    def _runaway(self, job, thread: threading.Thread) -> None:
+        """A slot's handler thread did not come back: stop claiming and drain; `run` then
+        raises, so that the process ends and a fresh one takes over."""
+        if self.state.finished.is_set():
+            return  # the run is over anyway
+        grace = self.worker.shutdown_grace_period.total_seconds()
+        timeout = job.timeout or self.worker.default_timeout
+        self.runaway = RunawayHandler(
+            f"job {job.id} of {self.worker.queue_name}: its handler is still running "
+            f"{grace:g}s after its {timeout.total_seconds():g}s timeout (thread {thread.name})"
+        )
+        logger.error(
+            "%s; the worker stops claiming and drains, and the process exits so that its "
+            "supervisor starts a fresh one",
+            self.runaway,
+        )
+        self.state.set_stopping()

@@ -1,0 +1,120 @@
+"""The slots of a worker run: `batch_concurrency` threads, each taking a held job, running
+its handler and handing the outcome to the writer together with the next held job to start:
+one transaction records the end of one job and the start of the next, so a busy slot costs
+no start marker of its own.
+
+A sync handler that runs past its timeout is recorded TimedOut, but Python cannot stop its
+thread: the slot waits for it (it still holds the slot's share of the concurrency) for the
+grace period. A thread that has not come back by then is a runaway: the run stops claiming,
+drains and ends with `RunawayHandler`, so that the process exits and a fresh one takes over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from queues.api import STARTED, InvalidJob, Job, JobOutcome
+from queues.rules import check_outcome
+
+from ..connections import close_all
+from ..executor import EventLoop, Execution, Interrupted, execute
+from .allowance import Allowance
+from .state import Request, RunState
+
+logger = logging.getLogger("workers")
+
+
+class Slot:
+    def __init__(
+        self, worker, state: RunState, allowance: Allowance, loop: EventLoop, on_runaway
+    ) -> None:
+        self.worker = worker
+        self.state = state
+        self.allowance = allowance
+        self.loop = loop
+        self.on_runaway = on_runaway  # called with the job and its thread
+
+    def run(self) -> None:
+        state = self.state
+        try:
+            job = None
+            while True:
+                if job is None:
+                    held = state.take(wait=True)
+                    if held is None:
+                        return
+                    job = held.job
+                    if not held.fresh():
+                        job = self._started(state.submit(start=job))
+                        continue
+                execution = None
+                try:
+                    execution = self._process(job)
+                except Exception:  # a bug must not cost the worker a slot
+                    logger.exception("job %s: the worker failed to process it", job.id)
+                    self.allowance.refund(1)  # still Running: the reaper takes it back
+                if execution is None:
+                    self._done(job)
+                    job = None
+                    continue
+                # Wait for the write before running the next job: a fail-fast batch must
+                # have failed, and a sequential batch's previous job must have completed,
+                # before this slot starts another. Slots waiting together share a write.
+                # A slot whose handler is still running takes no next job.
+                straggler = execution.straggler
+                request = self._hand_in(job, execution.outcome, take_next=straggler is None)
+                job = self._started(request)
+                if straggler is not None and not self._came_back(request, straggler):
+                    return
+        finally:
+            close_all()
+
+    def _hand_in(self, job: Job, outcome, take_next: bool) -> Request:
+        if isinstance(outcome, Interrupted):
+            if self.state.may_give_back(job):
+                return self.state.submit(given_back=job, take_next=take_next)
+            logger.warning("job %s: the database went away under it again; a failed run", job.id)
+            outcome = JobOutcome.failed(outcome.error)
+        return self.state.submit(finished=(job, outcome), take_next=take_next)
+
+    def _started(self, request: Request) -> Job | None:
+        """The job `request` started, or None (and its permit and tokens back) if it did not
+        start: its claim was lost, its queue paused, its fail-fast batch failed."""
+        job = request.start
+        if job is None or request.answer == STARTED:
+            return job
+        logger.info("held job %s not run: %s", job.id, request.answer or "database gone")
+        self.state.stats.add(not_run=1)
+        self.allowance.refund(1)  # on a lost database it stays Running: the reaper takes it
+        self._done(job)
+        return None
+
+    def _done(self, job: Job) -> None:
+        self.allowance.release(1)
+        self.state.done([job])
+
+    def _process(self, job: Job) -> Execution:
+        """Run `job` (started already); how it went."""
+        timeout = job.timeout or self.worker.default_timeout
+        began = time.monotonic()
+        execution = execute(self.worker.handler, job, timeout, self.loop)
+        self.state.note_run_time(time.monotonic() - began)
+        outcome = execution.outcome
+        if isinstance(outcome, Interrupted):
+            return execution
+        try:
+            check_outcome(outcome)
+        except (InvalidJob, TypeError) as exc:  # e.g. a result that is not JSON
+            return Execution(JobOutcome.failed(str(exc)), execution.straggler)
+        return execution
+
+    def _came_back(self, request: Request, thread: threading.Thread) -> bool:
+        """Wait up to the grace period for the thread of a handler that timed out."""
+        (job, _) = request.finished
+        thread.join(self.worker.shutdown_grace_period.total_seconds())
+        if not thread.is_alive():
+            return True
+        self.on_runaway(job, thread)
+        return False

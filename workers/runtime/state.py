@@ -1,0 +1,185 @@
+"""The state a worker run's threads share, and the one lock that guards it.
+
+Who owns what: a claimed job is in `held` (as a `HeldJob`) until a slot takes it, then in
+`running` until its outcome is written; `outbox` holds the slots' requests to the writer.
+All of it, `idle`, `finishing` and `stopping` are guarded by `lock`. Each kind of waiter has
+its own condition on that lock, so a notification wakes only the threads it concerns (a job
+finishing must not wake ten idle slots).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from queues.api import Job, JobOutcome
+
+#: A job a slot takes within this many seconds of its claim starts "at the claim": the claim
+#: already recorded the start and checked the pause, so no start marker is written for it.
+FRESH_START = 0.05
+
+
+class HeldJob:
+    """A claimed job waiting for a slot, and when (monotonic) it was claimed."""
+
+    __slots__ = ("job", "claimed_at")
+
+    def __init__(self, job: Job, claimed_at: float) -> None:
+        self.job = job
+        self.claimed_at = claimed_at
+
+    def fresh(self) -> bool:
+        """Taken so soon after its claim that the claim's start time and pause check stand
+        (a batch's job always gets its start marker: it checks the fail-fast batch)."""
+        return time.monotonic() - self.claimed_at < FRESH_START and self.job.batch_id is None
+
+
+#: How often one job's run may be given back in a worker run because the database went away
+#: under it; after that its next such failure counts as a failure of its own. A job whose
+#: handler breaks its connection every time (a query that crashes the server) must not run
+#: for ever without spending an attempt.
+MAX_GIVEN_BACK = 3
+
+
+@dataclass
+class Request:
+    """A slot's request to the writer: an outcome to record, or a run to give back (one the
+    database's outage cut short), and/or a held job to start."""
+
+    finished: tuple[Job, JobOutcome] | None
+    start: Job | None
+    given_back: Job | None = None
+    written: threading.Event = field(default_factory=threading.Event)
+    answer: str | None = None  # what the start did (None: the database was gone)
+
+
+class RunState:
+    def __init__(self, stats, concurrency: int) -> None:
+        self.stats = stats
+        self.concurrency = concurrency
+        self.lock = threading.Lock()
+        self.work = threading.Condition(self.lock)  # slots: a held job to take
+        self.room = threading.Condition(self.lock)  # claimer, shutdown: capacity, running
+        self.requests = threading.Condition(self.lock)  # writer: the outbox
+        self.held: deque[HeldJob] = deque()
+        self.running: dict = {}
+        # Of `running`, the jobs whose outcome waits for the writer: done with their slot.
+        self.finishing = 0
+        self.idle = 0  # slots waiting for a held job
+        # Requests waiting for the writer; their jobs stay in `running` until written.
+        self.outbox: list[Request] = []
+        self.stopping = False
+        self.stopped = threading.Event()  # set with `stopping`, for waits without the lock
+        self.finished = threading.Event()  # the run is over: the writer and heartbeat end
+        self.run_time: float | None = None  # moving average of the handlers' run times
+        self.given_back: dict = {}  # how often each job's run was given back (lock held)
+
+    def set_stopping(self) -> None:
+        with self.lock:
+            self.stopping = True
+            self.stopped.set()
+            for condition in (self.work, self.room, self.requests):
+                condition.notify_all()
+
+    def in_flight(self) -> list[Job]:
+        """Every job held or running (for the heartbeat)."""
+        with self.lock:
+            return [*(held.job for held in self.held), *self.running.values()]
+
+    def in_flight_count(self) -> int:
+        return len(self.held) + len(self.running)
+
+    def capacity(self, batch_size: int) -> int:
+        """How many jobs a claim may take now (lock held)."""
+        # A new batch is claimed once every held job has started, sized to fill the batch
+        # again: batches stay large and the slots do not wait for a claim.
+        if self.held:
+            return 0
+        # Jobs only waiting for their outcome's write leave within a write: counting them
+        # would make the claims that come while they wait too small to refill the batch.
+        return batch_size - len(self.running) + self.finishing
+
+    def hold(self, jobs: list[Job]) -> None:
+        claimed_at = time.monotonic()
+        with self.lock:
+            self.held.extend(HeldJob(job, claimed_at) for job in jobs)
+            self.stats.add(held=len(jobs))
+            self.work.notify(len(jobs))
+
+    def unhold_all(self) -> list[Job]:
+        """Take every held job off the run (at shutdown): they will not start here."""
+        with self.lock:
+            jobs = [held.job for held in self.held]
+            self.held.clear()
+            self.stats.add(held=-len(jobs))
+            return jobs
+
+    # Slots ------------------------------------------------------------------------------
+    def take(self, wait: bool) -> HeldJob | None:
+        """The next held job, now running (None when stopping, or if none and not `wait`)."""
+        with self.lock:
+            self.idle += 1
+            while wait and not self.stopping and not self.held:
+                self.work.wait()
+            self.idle -= 1
+            return self._take_locked()
+
+    def _take_locked(self) -> HeldJob | None:
+        if self.stopping or not self.held:
+            return None
+        held = self.held.popleft()
+        self.running[held.job.id] = held.job
+        self.stats.add(held=-1, running=1)
+        if not self.held:
+            # The claimer claims again once every held job has started: wake it, or it
+            # waits for a job to finish (forever, if none does).
+            self.room.notify_all()
+        return held
+
+    def submit(
+        self,
+        finished: tuple[Job, JobOutcome] | None = None,
+        start: Job | None = None,
+        take_next: bool = False,
+        given_back: Job | None = None,
+    ) -> Request:
+        """Hand the writer an outcome to record (or a run to give back) and/or a held job
+        to start (with `take_next`, the next held job, if any); wait for the write."""
+        with self.lock:
+            # Under one lock with the take: the claimer, woken when the take empties `held`,
+            # must already count the finished job as finishing, or it claims too few.
+            if finished is not None or given_back is not None:
+                self.finishing += 1
+            if take_next:
+                held = self._take_locked()
+                start = held.job if held is not None else None
+            request = Request(finished, start, given_back)
+            self.outbox.append(request)
+            self.requests.notify()
+        request.written.wait()
+        return request
+
+    def done(self, jobs: list[Job], written: bool = False) -> None:
+        """The jobs are off this run's hands. `written`: they were finishing (their outcome
+        went to the writer)."""
+        with self.lock:
+            for job in jobs:
+                del self.running[job.id]
+            if written:
+                self.finishing -= len(jobs)
+            self.stats.add(running=-len(jobs))
+            self.room.notify_all()
+
+    def may_give_back(self, job: Job) -> bool:
+        """Whether `job`'s run, cut short by the database's outage, may be given back."""
+        with self.lock:
+            count = self.given_back.get(job.id, 0) + 1
+            self.given_back[job.id] = count
+            return count <= MAX_GIVEN_BACK
+
+    def note_run_time(self, took: float) -> None:
+        # Unlocked: a lost update among racing slots only nudges a heuristic.
+        last = self.run_time
+        self.run_time = took if last is None else 0.8 * last + 0.2 * took
