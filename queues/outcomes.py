@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -163,20 +163,3 @@ def _reschedule(job, now: datetime, error: str | None, completed: bool) -> Plan:
     return Plan(
         JobStatus.PENDING, fields, terminal_failure=False, completed=False, next_run_at=next_run
     )
-
-
-def batch_status(mode: str, total: int, completed: int, failed: int) -> str:
-    from .enums import BatchStatus, PartialFailureMode
-
-    finished = completed + failed
-    if failed and mode == PartialFailureMode.FAIL_FAST:
-        return BatchStatus.FAILED
-    if total and finished >= total:
-        if not failed:
-            return BatchStatus.COMPLETED
-        return BatchStatus.FAILED if not completed else BatchStatus.PARTIALLY_FAILED
-    return BatchStatus.PROCESSING if finished else BatchStatus.PENDING
-
-
-def lease_expiry(now: datetime, lease: timedelta) -> datetime:
-    return now + lease

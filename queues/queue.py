@@ -10,19 +10,20 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.db import IntegrityError
 from django.db.models import F
 
+from . import effects
 from .clock import SYSTEM_CLOCK, SystemClock
 from .counts import counts_by_queue
-from .engine import dialect_for
-from .engine.graph import Change, Graph
+from .engine import ClaimParams, sql_store
 from .enums import FAILURE_STATUSES, JobStatus
 from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
-from .groups import BatchResult, JobBatch, JobGroup
+from .groups import BatchResult, Change, JobBatch, JobGroup
 from .models import Batch, Job, JobDependency, QueuePause
 from .options import DequeueOptions
 from .outcomes import (
@@ -44,7 +45,6 @@ from .rules import (
     prepare_jobs,
     reaper_outcome,
     reaper_run_row,
-    record_effects,
     retry_fields,
     settle_dependencies,
     split_finished,
@@ -67,17 +67,16 @@ class JobQueue:
         self.using = using
         self.clock = clock or SYSTEM_CLOCK
         self.rng = rng or random.Random()
-        self._dialect = None
-        self._graph = Graph(using)
+        self._store = None
 
     def __repr__(self) -> str:
         return f"JobQueue(using={self.using!r})"
 
     @property
-    def dialect(self):
-        if self._dialect is None:
-            self._dialect = dialect_for(self.using)
-        return self._dialect
+    def store(self):
+        if self._store is None:
+            self._store = sql_store(self.using)
+        return self._store
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -86,7 +85,7 @@ class JobQueue:
         return Job.objects.using(self.using)
 
     def _atomic(self, fn):
-        return self.dialect.atomic_retrying(fn)
+        return self.store.atomic(fn)
 
     # Enqueue ----------------------------------------------------------------------------
     def enqueue(self, job: Job) -> UUID:
@@ -163,7 +162,7 @@ class JobQueue:
             for job in jobs
             if job.batch_id or job.workflow_id
         ]
-        self._graph.apply_tallies(changes, now)
+        effects.apply_tallies(self.store, changes, now)
 
     # Claim ------------------------------------------------------------------------------
     def dequeue(
@@ -176,28 +175,31 @@ class JobQueue:
         if options.batch_size == 0:
             return []
         now = self.now()
-        token = run_token or uuid.uuid4()
-        expires = now + options.lease_duration
         weights = options.priority_weights
-        dialect = self.dialect
-
-        def strict():
-            return dialect.claim(queue_name, options.batch_size, now, expires, token)
+        store = self.store
+        params = ClaimParams(
+            queue=queue_name,
+            limit=options.batch_size,
+            now=now,
+            lease_expires_at=now + options.lease_duration,
+            token=run_token or uuid.uuid4(),
+        )
 
         def weighted():
-            levels = dialect.claimable_levels(queue_name, now)
+            levels = store.claimable_levels(queue_name, now)
             claimed: list[Job] = []
             for level in weights.level_order(levels, self.rng):
                 need = options.batch_size - len(claimed)
-                got = dialect.claim(queue_name, need, now, expires, token, priority=level)
+                got = store.claim(replace(params, limit=need, priority=level))
                 claimed.extend(sorted(got, key=_age_key))
                 if len(claimed) >= options.batch_size:
                     break
             return claimed
 
         if weights is None or weights.strict_priority:
-            one = dialect.claim_is_one_statement
-            return sorted(dialect.atomic_retrying(strict, single_statement=one), key=_claim_key)
+            one = store.claim_is_one_statement
+            claimed = store.atomic(lambda: store.claim(params), single_statement=one)
+            return sorted(claimed, key=_claim_key)
         return self._atomic(weighted)
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
@@ -292,7 +294,7 @@ class JobQueue:
                 by_token.setdefault(job.run_token, []).append(job.id)
         started: dict[UUID, tuple[bool, bool]] = {}
         for token, ids in by_token.items():
-            started.update(self.dialect.start_runs(ids, token, now))
+            started.update(self.store.start_runs(ids, token, now))
         failed_batches = {
             job.batch_id for job in jobs if job.id in started and started[job.id][1]
         }
@@ -313,17 +315,10 @@ class JobQueue:
 
     def _fail_fast_errors(self, batch_ids: set[UUID]) -> dict[UUID, str]:
         """{batch: the error its held jobs fail with} for fail-fast batches that failed."""
-        errors = {}
-        for batch_id in sorted(batch_ids, key=str):
-            first = (
-                self._jobs()
-                .filter(batch_id=batch_id, status__in=list(FAILURE_STATUSES))
-                .exclude(error_message__startswith=BATCH_FAILED)
-                .values_list("id", flat=True)
-                .first()
-            )
-            errors[batch_id] = batch_failed_error(first)
-        return errors
+        return {
+            batch_id: batch_failed_error(self.store.first_failure(batch_id, BATCH_FAILED))
+            for batch_id in sorted(batch_ids, key=str)
+        }
 
     def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:
         """Record the outcome of `job`'s run, if it is still Running this run."""
@@ -354,7 +349,7 @@ class JobQueue:
         parents: set[UUID] = set()
         for token, indexes in plain.items():
             ids = [finished[i][0].id for i in indexes]
-            written = dict(self.dialect.complete_runs(ids, token, now))
+            written = self.store.complete_runs(ids, token, now)
             parents.update(job_id for job_id, has_dependents in written.items() if has_dependents)
             for i in indexes:
                 job = finished[i][0]
@@ -367,14 +362,14 @@ class JobQueue:
         # at once), in the order of `finished`, as TestQueue does.
         for i, (job, _) in enumerate(finished):
             if job.id in parents and results[i] is not None:
-                results[i].unblocked = self._graph.release_dependents(job.id)
+                results[i].unblocked = effects.release_dependents(self.store, job.id)
         return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         plan = plan_outcome(job, outcome, now, self.rng)
         if not self._run(job).update(**plan.fields):
             return None
-        return record_effects(self._graph, job, plan, now)
+        return effects.record(self.store, job, plan, now)
 
     # Reaper -----------------------------------------------------------------------------
     def requeue_stale_jobs(
@@ -388,7 +383,7 @@ class JobQueue:
         now = self.now()
 
         def one_pass() -> int:
-            expired = self.dialect.lock_expired_leases(now, queue_name, REAPER_BATCH)
+            expired = self.store.lock_expired_leases(now, queue_name, REAPER_BATCH)
             jobs = self._jobs().in_bulk([job_id for job_id, _ in expired])
             # Equal lease expiries (a batch claim) are taken in id order on every vendor, so
             # which of them a fail-fast failure reaches first does not depend on the database.
@@ -466,9 +461,8 @@ class JobQueue:
 
             fields = retry_fields(job, at or now, blocked)
             self._jobs().filter(id=job.id).update(**fields)
-            self._graph.apply_tallies(
-                [(job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)], now
-            )
+            change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
+            effects.apply_tallies(self.store, [change], now)
 
         self._atomic(work)
 
@@ -489,8 +483,9 @@ class JobQueue:
             old = job.status
             self._jobs().filter(id=job.id).update(**fields)
             job.status = status
-            _, changes = self._graph.after_terminal_failure(job, now)
-            self._graph.apply_tallies([(job.batch_id, job.workflow_id, old, status), *changes], now)
+            _, more = effects.after_terminal_failure(self.store, job, now)
+            changes = [(job.batch_id, job.workflow_id, old, status), *more]
+            effects.apply_tallies(self.store, changes, now)
 
         self._atomic(work)
 
@@ -509,8 +504,9 @@ class JobQueue:
             )
             self._jobs().filter(id=job.id).delete()
             # Dependents that waited only for this job can run now.
-            self._graph.release_waiting(orphans)
-            self._graph.apply_tallies([(job.batch_id, job.workflow_id, job.status, None)], now)
+            effects.release_waiting(self.store, orphans)
+            change = (job.batch_id, job.workflow_id, job.status, None)
+            effects.apply_tallies(self.store, [change], now)
 
         self._atomic(work)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 from uuid import UUID
 
 from .enums import (
@@ -20,11 +20,8 @@ from .enums import (
 from .exceptions import InvalidJob, InvalidJobTransition, InvalidWorkflow
 from .groups import BatchResult, JobBatch, JobGroup
 from .models import Batch, Job, ReaperRun, Workflow
-from .outcomes import LEASE_EXPIRED_ERROR, JobOutcome, Plan, RecordedOutcome, StaleJobRecovery
+from .outcomes import LEASE_EXPIRED_ERROR, JobOutcome, RecordedOutcome, StaleJobRecovery
 from .validation import _check_json, normalize_id, validate_job
-
-if TYPE_CHECKING:  # engine.graph imports this module
-    from .engine.graph import Change
 
 
 def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
@@ -243,23 +240,6 @@ def _failed(error: str, now: datetime, dependency: bool = False) -> dict:
     if dependency:
         fields["dependency_status"] = DependencyStatus.FAILED
     return fields
-
-
-def record_effects(graph, job: Job, plan: Plan, now: datetime) -> RecordedOutcome:
-    """Once the fenced write of `plan` succeeded: `job` takes the written values, and the
-    jobs around it react (dependents released or failed, tallies) through `graph`, which is
-    the database's `Graph` or TestQueue's store (the same methods)."""
-    for name, value in plan.fields.items():
-        setattr(job, name, value)
-    recorded = RecordedOutcome(status=plan.status, next_run_at=plan.next_run_at)
-    changes: list[Change] = [(job.batch_id, job.workflow_id, JobStatus.RUNNING, plan.status)]
-    if plan.completed:
-        recorded.unblocked = graph.release_dependents(job.id)
-    if plan.terminal_failure:
-        recorded.cancelled, more = graph.after_terminal_failure(job, now)
-        changes += more
-    graph.apply_tallies(changes, now)
-    return recorded
 
 
 def note_recovery(recovery: StaleJobRecovery, job_id: UUID, recorded: RecordedOutcome) -> None:

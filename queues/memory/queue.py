@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from .. import effects
 from ..clock import MockClock, SystemClock
 from ..enums import FAILURE_STATUSES, JobStatus
 from ..exceptions import InvalidJobTransition, JobNotFound
@@ -41,7 +42,6 @@ from ..rules import (
     prepare_jobs,
     reaper_outcome,
     reaper_run_row,
-    record_effects,
     retry_fields,
     split_finished,
     workflow_row,
@@ -89,7 +89,7 @@ class TestQueue:
         now = self.now()
         self._prepare(jobs, now)
         with self._lock:
-            self._store.insert(jobs, now)
+            self._insert(jobs, now)
         return [job.id for job in jobs]
 
     def enqueue_workflow(self, group: JobGroup) -> UUID:
@@ -98,7 +98,7 @@ class TestQueue:
         self._prepare(group.jobs, now)
         workflow = workflow_row(group, now)
         with self._lock:
-            self._store.insert(group.jobs, now, workflow)
+            self._insert(group.jobs, now, workflow)
         return workflow.id
 
     def enqueue_batch(self, batch: JobBatch) -> UUID:
@@ -107,11 +107,16 @@ class TestQueue:
         self._prepare(batch.jobs, now)
         row = batch_row(batch, now)
         with self._lock:
-            self._store.insert(batch.jobs, now, row)
+            self._insert(batch.jobs, now, row)
         return row.id
 
     def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
         prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
+
+    def _insert(self, jobs, now, group=None) -> None:
+        self._store.insert(jobs, now, group)
+        changes = [(job.batch_id, job.workflow_id, None, job.status) for job in jobs]
+        effects.apply_tallies(self._store, changes, now)
 
     # Claim ------------------------------------------------------------------------------
     def dequeue(
@@ -259,7 +264,7 @@ class TestQueue:
         parents = {job_id for job_id in completed if store.children.get(job_id)}
         for index, (job, _) in enumerate(finished):
             if job.id in parents and results[index] is not None:
-                results[index].unblocked = store.release_dependents(job.id)
+                results[index].unblocked = effects.release_dependents(store, job.id)
         return results
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
@@ -269,7 +274,7 @@ class TestQueue:
         if stored is None:
             return None
         write(stored, plan.fields)
-        return record_effects(store, job, plan, now)
+        return effects.record(store, job, plan, now)
 
     # Reaper -----------------------------------------------------------------------------
     def requeue_stale_jobs(
@@ -338,11 +343,11 @@ class TestQueue:
         job_id = parse_job_id(job_id)
         with self._lock:
             job = self._store.locked(job_id)
-            fields = retry_fields(job, at or now, lambda: self._store.blocked(job.id))
+            fields = retry_fields(job, at or now, lambda: bool(self._store.blocked([job.id])))
             old = job.status
             write(job, fields)
             change = (job.batch_id, job.workflow_id, old, JobStatus.PENDING)
-            self._store.apply_tallies([change], now)
+            effects.apply_tallies(self._store, [change], now)
 
     def cancel_job(self, job_id: UUID | str, reason: str = "Cancelled by an operator") -> None:
         """Fail a Pending or Running job for good (a running handler's outcome is then
@@ -360,8 +365,9 @@ class TestQueue:
             fields = fail_for_good_fields(job, status, reason, now)
             old = job.status
             write(job, fields)
-            _, changes = self._store.after_terminal_failure(job, now)
-            self._store.apply_tallies([(job.batch_id, job.workflow_id, old, status), *changes], now)
+            _, more = effects.after_terminal_failure(self._store, job, now)
+            changes = [(job.batch_id, job.workflow_id, old, status), *more]
+            effects.apply_tallies(self._store, changes, now)
 
     def delete_job(self, job_id: UUID | str) -> None:
         """Delete a job that is not Running (and its dependency edges)."""
@@ -371,8 +377,11 @@ class TestQueue:
             job = self._store.locked(job_id)
             if job.status == JobStatus.RUNNING:
                 raise InvalidJobTransition(f"job {job.id} is Running; cancel it first")
+            orphans = self._store.dependents([job.id])
             self._store.delete(job)
-            self._store.apply_tallies([(job.batch_id, job.workflow_id, job.status, None)], now)
+            effects.release_waiting(self._store, orphans)
+            change = (job.batch_id, job.workflow_id, job.status, None)
+            effects.apply_tallies(self._store, [change], now)
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:

@@ -13,13 +13,12 @@ import copy
 import json
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from uuid import UUID
 
 from django.utils import timezone
 
-from ..engine.graph import Change, batch_state, tally, workflow_state
+from ..engine.base import Match
 from ..enums import FAILURE_STATUSES, DependencyStatus, JobStatus, PartialFailureMode
 from ..exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
 from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
@@ -28,7 +27,6 @@ from ..rules import (
     age_key,
     batch_failed_error,
     claim_key,
-    failure_cascade,
     settle_dependencies,
 )
 
@@ -121,19 +119,15 @@ class Store:
             self.parents[job.id] = [UUID(p) for p in job.depends_on]
             for parent in self.parents[job.id]:
                 self.children[parent].append(job.id)
-        self.apply_tallies([(job.batch_id, job.workflow_id, None, job.status) for job in jobs], now)
 
     def delete(self, job: Job) -> None:
-        """Remove a job and its edges both ways (the database's cascade); its dependents
-        that waited only for it can run."""
+        """Remove a job and its edges both ways (the database's cascade)."""
         del self.jobs[job.id]
         for parent in self.parents.pop(job.id, []):
             if parent in self.children:
                 self.children[parent].remove(job.id)
-        orphans = self.children.pop(job.id, [])
-        for child in orphans:
+        for child in self.children.pop(job.id, []):
             self.parents[child].remove(job.id)
-        self.release_waiting(orphans)
 
     def claimable(self, queue_name: str, now: datetime) -> list[Job]:
         """The claim's eligibility rules (see `queues/sql/`), but for the pause."""
@@ -210,81 +204,47 @@ class Store:
         first = failures[0].id if failures else None
         return batch_failed_error(first)
 
-    def blocked(self, job_id: UUID) -> bool:
-        """Whether a job waits for a parent that is not Completed."""
-        return any(self.jobs[p].status != JobStatus.COMPLETED for p in self.parents.get(job_id, []))
-
     # Dependencies -----------------------------------------------------------------------
-    def release_dependents(self, parent_id: UUID) -> list[UUID]:
-        """Mark the waiting dependents of a completed job whose parents are all Completed."""
-        return self.release_waiting(self.children.get(parent_id, []))
+    def dependents(self, ids) -> set[UUID]:
+        return {child for parent in ids for child in self.children.get(parent, [])}
 
-    def release_waiting(self, children) -> list[UUID]:
-        """Mark those of `children` that wait and whose parents are all Completed."""
-        waiting = sorted(
-            child
-            for child in children
-            if child in self.jobs and self.jobs[child].dependency_status == DependencyStatus.WAITING
-        )
-        ready = [child for child in waiting if not self.blocked(child)]
-        for child in ready:
-            self.jobs[child].dependency_status = DependencyStatus.SATISFIED
-        return ready
+    def blocked(self, ids) -> set[UUID]:
+        return {
+            job_id
+            for job_id in ids
+            if any(self.jobs[p].status != JobStatus.COMPLETED for p in self.parents.get(job_id, []))
+        }
 
-    def transitive_dependents(self, job_id: UUID) -> set[UUID]:
-        seen: set[UUID] = set()
-        frontier = {job_id}
-        while frontier:
-            children = {c for p in frontier for c in self.children.get(p, [])}
-            frontier = children - seen - {job_id}
-            seen |= frontier
-        return seen
+    # Jobs by match ----------------------------------------------------------------------
+    def _matching(self, match: Match) -> list[Job]:
+        if match.ids is not None:
+            rows = (self.jobs.get(job_id) for job_id in set(match.ids))
+            return [job for job in rows if job is not None and match.matches(job)]
+        return [job for job in self.jobs.values() if match.matches(job)]
 
-    # Terminal failures ------------------------------------------------------------------
-    def after_terminal_failure(self, job, now: datetime) -> tuple[list[UUID], list[Change]]:
-        """Fail what can no longer run because `job` failed for good (see
-        `rules.failure_cascade`)."""
-        workflow = self.workflows.get(job.workflow_id) if job.workflow_id else None
-        batch = self.batches.get(job.batch_id) if job.batch_id else None
-        policy = workflow.failure_policy if workflow is not None else None
-        mode = batch.failure_mode if batch is not None else None
-        cancelled: list[UUID] = []
-        changes: list[Change] = []
-        for reach, fields in failure_cascade(job.id, policy, mode, now):
-            if reach == "workflow":
-                targets = [j for j in self.jobs.values() if j.workflow_id == job.workflow_id]
-            elif reach == "dependents":
-                targets = [self.jobs[i] for i in self.transitive_dependents(job.id)]
-            else:
-                targets = self.in_batch(job.batch_id)
-            self._fail_pending(targets, fields, cancelled, changes)
-        return cancelled, changes
+    def find_jobs(self, match: Match, limit: int | None = None) -> list[Job]:
+        return copied(sorted(self._matching(match), key=claim_key)[:limit])
 
-    def _fail_pending(self, targets, fields: dict, cancelled, changes) -> None:
-        rows = sorted((j for j in targets if j.status == JobStatus.PENDING), key=lambda j: j.id)
+    def lock_jobs(self, match: Match) -> list[Job]:
+        return copied(sorted(self._matching(match), key=lambda job: job.id))
+
+    def update_jobs(self, match: Match, fields) -> int:
+        rows = self._matching(match)
         for job in rows:
             write(job, fields)
-            cancelled.append(job.id)
-            changes.append((job.batch_id, job.workflow_id, JobStatus.PENDING, JobStatus.FAILED))
+        return len(rows)
 
-    # Tallies ----------------------------------------------------------------------------
-    def apply_tallies(self, changes: Iterable[Change], now: datetime) -> None:
-        batches, workflows = tally(changes)
-        for batch_id, delta in batches.items():
-            batch = self.batches.get(batch_id)
-            if batch is not None:
-                batch.status, batch.completed_at = batch_state(batch, delta, now)
-                _add(batch, delta)
-        for workflow_id, delta in workflows.items():
-            workflow = self.workflows.get(workflow_id)
-            if workflow is not None:
-                workflow.status, workflow.completed_at, workflow.failed_at = workflow_state(
-                    workflow, delta, now
-                )
-                _add(workflow, delta)
+    # Batches and workflows --------------------------------------------------------------
+    def _groups(self, model) -> dict:
+        return self.batches if model is Batch else self.workflows
 
+    def get_group(self, model, group_id):
+        row = self._groups(model).get(group_id)
+        return None if row is None else copied(row)
 
-def _add(record: Batch | Workflow, delta: list[int]) -> None:
-    record.total_jobs += delta[0]
-    record.completed_jobs += delta[1]
-    record.failed_jobs += delta[2]
+    lock_group = get_group
+
+    def update_group(self, model, group_id, fields) -> None:
+        row = self._groups(model)[group_id]
+        for name, value in fields.items():
+            setattr(row, name, value)
