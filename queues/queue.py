@@ -20,7 +20,7 @@ from django.db.models import F
 from . import effects
 from .clock import SYSTEM_CLOCK, SystemClock
 from .counts import counts_by_queue
-from .engine import ClaimParams, sql_store
+from .engine import ClaimParams, Match, sql_store
 from .enums import FAILURE_STATUSES, JobStatus
 from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, Change, JobBatch, JobGroup
@@ -59,7 +59,6 @@ from .validation import validate_queue_name
 #: What `start_claimed_run` did with a held job.
 STARTED, LOST, RELEASED, CANCELLED = "started", "lost", "released", "cancelled"
 REAPER_BATCH = 500
-INSERT_BATCH = 500
 
 
 class JobQueue:
@@ -105,7 +104,7 @@ class JobQueue:
         workflow = workflow_row(group, now)
 
         def work():
-            workflow.save(using=self.using, force_insert=True)
+            self.store.insert_group(workflow)
             self._insert(group.jobs, now)
 
         self._insert_atomic(work, InvalidWorkflow, "a workflow or job")
@@ -118,7 +117,7 @@ class JobQueue:
         row = batch_row(batch, now)
 
         def work():
-            row.save(using=self.using, force_insert=True)
+            self.store.insert_group(row)
             self._insert(batch.jobs, now)
 
         self._insert_atomic(work, InvalidBatch, "a batch or job")
@@ -140,23 +139,13 @@ class JobQueue:
         parents: dict[str, str] = {}
         if external:
             # Lock the parents so that none finishes between this check and the insert.
-            parents = {
-                str(pk): status
-                for pk, status in self._jobs()
-                .select_for_update()
-                .filter(id__in=sorted(external))
-                .values_list("id", "status")
-            }
+            locked = self.store.lock_jobs(Match(ids={UUID(p) for p in external}))
+            parents = {str(job.id): job.status for job in locked}
             missing = external - parents.keys()
             if missing:
                 raise InvalidWorkflow(f"unknown dependency: {sorted(missing)[0]}")
         settle_dependencies(jobs, by_id, parents, now)
-        self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
-        edges = [
-            JobDependency(job_id=job.id, parent_id=UUID(p)) for job in jobs for p in job.depends_on
-        ]
-        if edges:
-            JobDependency.objects.using(self.using).bulk_create(edges, batch_size=INSERT_BATCH)
+        self.store.insert_jobs(jobs)
         changes: list[Change] = [
             (job.batch_id, job.workflow_id, None, job.status)
             for job in jobs

@@ -18,6 +18,9 @@ from ..sql import queries_for, statements
 from .base import ClaimParams, Group, Match
 from .rows import RowReader
 
+#: Rows per INSERT statement of a bulk insert.
+INSERT_BATCH = 500
+
 
 class SqlStore:
     vendor = ""
@@ -145,6 +148,16 @@ class SqlStore:
         return rows
 
     # Jobs (the ORM) ---------------------------------------------------------------------
+    def insert_jobs(self, jobs: Sequence[Job]) -> None:
+        self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
+        edges = [
+            JobDependency(job_id=job.id, parent_id=uuid.UUID(p))
+            for job in jobs
+            for p in job.depends_on
+        ]
+        if edges:
+            self._edges().bulk_create(edges, batch_size=INSERT_BATCH)
+
     def _jobs(self, match: Match | None = None):
         jobs = Job.objects.using(self.using)
         if match is None:
@@ -183,6 +196,9 @@ class SqlStore:
         return set(unfinished.values_list("job_id", flat=True))
 
     # Batches and workflows --------------------------------------------------------------
+    def insert_group(self, row: Group) -> None:
+        row.save(using=self.using, force_insert=True)
+
     def get_group(self, model: type[Group], group_id) -> Group | None:
         return model.objects.using(self.using).filter(id=group_id).first()
 
