@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.db import IntegrityError
-from django.db.models import F
 
 from . import effects
 from .clock import SYSTEM_CLOCK, SystemClock
@@ -197,18 +196,13 @@ class JobQueue:
         return jobs[0] if jobs else None
 
     # The run ----------------------------------------------------------------------------
-    def _run(self, job: Job):
-        if job.run_token is None:
-            return None
-        return self._jobs().filter(id=job.id, status=JobStatus.RUNNING, run_token=job.run_token)
-
     def heartbeat_job(self, job: Job, lease: timedelta) -> bool:
-        run = self._run(job)
-        if run is None:
+        if job.run_token is None:
             return False
         now = self.now()
         expires = now + _positive(lease)
-        if not run.update(lease_expires_at=expires, last_heartbeat_at=now):
+        fields = {"lease_expires_at": expires, "last_heartbeat_at": now}
+        if not self.store.update_runs([job.id], job.run_token, fields):
             return False
         job.lease_expires_at, job.last_heartbeat_at = expires, now
         return True
@@ -222,29 +216,14 @@ class JobQueue:
         for job in jobs:
             if job.run_token is not None:
                 by_token.setdefault(job.run_token, []).append(job.id)
-        extended = 0
-        for token, ids in by_token.items():
-            extended += (
-                self._jobs()
-                .filter(id__in=ids, status=JobStatus.RUNNING, run_token=token)
-                .update(lease_expires_at=expires, last_heartbeat_at=now)
-            )
-        return extended
+        fields = {"lease_expires_at": expires, "last_heartbeat_at": now}
+        return sum(self.store.update_runs(ids, token, fields) for token, ids in by_token.items())
 
     def release_job_run(self, job: Job) -> bool:
         """Hand an unstarted claimed job back: Pending, attempt taken back, start cleared."""
-        run = self._run(job)
-        if run is None:
+        if job.run_token is None:
             return False
-        released = run.update(
-            status=JobStatus.PENDING,
-            attempts=F("attempts") - 1,
-            started_at=None,
-            last_heartbeat_at=None,
-            lease_expires_at=None,
-            run_token=None,
-        )
-        return bool(released)
+        return bool(self.store.release_runs([job.id], job.run_token))
 
     def start_claimed_run(self, job: Job) -> str:
         """Before a held job runs: record its actual start (fenced), and hand it back if its
@@ -356,7 +335,7 @@ class JobQueue:
 
     def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
         plan = plan_outcome(job, outcome, now, self.rng)
-        if not self._run(job).update(**plan.fields):
+        if not self.store.update_runs([job.id], job.run_token, plan.fields):
             return None
         return effects.record(self.store, job, plan, now)
 

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from django.db import DatabaseError, connections, transaction
+from django.db.models import F
 
 from ..enums import FAILURE_STATUSES, JobStatus
 from ..models import Job, JobDependency, QueuePause, ReaperRun
@@ -136,6 +137,22 @@ class SqlStore:
             self.read_uuid(job_id): (bool(paused), bool(batch_failed))
             for job_id, paused, batch_failed in rows
         }
+
+    def update_runs(self, ids, token, fields: Mapping) -> int:
+        return self._runs(ids, token).update(**fields)
+
+    def release_runs(self, ids, token) -> int:
+        return self._runs(ids, token).update(
+            status=JobStatus.PENDING,
+            attempts=F("attempts") - 1,
+            started_at=None,
+            last_heartbeat_at=None,
+            lease_expires_at=None,
+            run_token=None,
+        )
+
+    def _runs(self, ids, token):
+        return self._jobs().filter(id__in=list(ids), status=JobStatus.RUNNING, run_token=token)
 
     def _write_runs(self, name: str, ids, token, now) -> list:
         params = {"ids": self.uuids(ids), "token": self.uuid(token), "now": self.dt(now)}
