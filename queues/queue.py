@@ -352,7 +352,8 @@ class JobQueue:
 
         def one_pass() -> int:
             expired = self.store.lock_expired_leases(now, queue_name, REAPER_BATCH)
-            jobs = self._jobs().in_bulk([job_id for job_id, _ in expired])
+            found = self.store.find_jobs(Match(ids=[job_id for job_id, _ in expired]))
+            jobs = {job.id: job for job in found}
             # Equal lease expiries (a batch claim) are taken in id order on every vendor, so
             # which of them a fail-fast failure reaches first does not depend on the database.
             expired.sort(key=lambda pair: (_lease_of(jobs, pair[0]), str(pair[0])))
@@ -367,23 +368,23 @@ class JobQueue:
 
         while self._atomic(one_pass) == REAPER_BATCH:
             pass
-        reaper_run_row(recovery, now, ran_by, queue_name).save(using=self.using)
+        self.store.insert_reaper_run(reaper_run_row(recovery, now, ran_by, queue_name))
         return recovery
 
     # Pause ------------------------------------------------------------------------------
     def pause_queue(self, queue_name: str, paused_by: str | None = None, reason: str | None = None):
         validate_queue_name(queue_name)
-        QueuePause.objects.using(self.using).update_or_create(
-            queue_name=queue_name,
-            defaults={"paused_at": self.now(), "paused_by": paused_by, "reason": reason},
+        pause = QueuePause(
+            queue_name=queue_name, paused_at=self.now(), paused_by=paused_by, reason=reason
         )
+        self.store.pause(pause)
 
     def resume_queue(self, queue_name: str, resumed_by: str | None = None) -> None:
         validate_queue_name(queue_name)
-        QueuePause.objects.using(self.using).filter(queue_name=queue_name).delete()
+        self.store.resume(queue_name)
 
     def is_queue_paused(self, queue_name: str) -> bool:
-        return QueuePause.objects.using(self.using).filter(queue_name=queue_name).exists()
+        return self.store.is_paused(queue_name)
 
     # Operators --------------------------------------------------------------------------
     def get_job(self, job_id: UUID | str) -> Job | None:
