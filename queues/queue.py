@@ -18,12 +18,11 @@ from django.db import IntegrityError
 
 from . import effects
 from .clock import SYSTEM_CLOCK, SystemClock
-from .counts import counts_by_queue
 from .engine import ClaimParams, Match, sql_store
 from .enums import FAILURE_STATUSES, JobStatus
 from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, Change, JobBatch, JobGroup
-from .models import Batch, Job, JobDependency, QueuePause
+from .models import Batch, Job, QueuePause
 from .options import DequeueOptions
 from .outcomes import (
     JobOutcome,
@@ -78,9 +77,6 @@ class JobQueue:
 
     def now(self) -> datetime:
         return self.clock.now()
-
-    def _jobs(self):
-        return Job.objects.using(self.using)
 
     def _atomic(self, fn):
         return self.store.atomic(fn)
@@ -388,13 +384,17 @@ class JobQueue:
 
     # Operators --------------------------------------------------------------------------
     def get_job(self, job_id: UUID | str) -> Job | None:
-        return self._jobs().filter(id=_job_id(job_id)).first()
+        jobs = self.store.find_jobs(Match(ids=[_job_id(job_id)]), limit=1)
+        return jobs[0] if jobs else None
 
     def _locked(self, job_id) -> Job:
-        job = self._jobs().select_for_update().filter(id=_job_id(job_id)).first()
-        if job is None:
+        jobs = self.store.lock_jobs(Match(ids=[_job_id(job_id)]))
+        if not jobs:
             raise JobNotFound(f"no job {job_id}")
-        return job
+        return jobs[0]
+
+    def _update(self, job: Job, fields: dict) -> None:
+        self.store.update_jobs(Match(ids=[job.id]), fields)
 
     def enable_recurring_job(self, job_id: UUID | str) -> None:
         self._set_recurring(job_id, True)
@@ -407,7 +407,7 @@ class JobQueue:
             job = self._locked(job_id)
             if not job.cron_schedule:
                 raise InvalidJobTransition(f"job {job.id} is not a recurring job")
-            self._jobs().filter(id=job.id).update(recurring=enabled)
+            self._update(job, {"recurring": enabled})
 
         self._atomic(work)
 
@@ -419,17 +419,8 @@ class JobQueue:
 
         def work():
             job = self._locked(job_id)
-
-            def blocked() -> bool:
-                return (
-                    JobDependency.objects.using(self.using)
-                    .filter(job_id=job.id)
-                    .exclude(parent__status=JobStatus.COMPLETED)
-                    .exists()
-                )
-
-            fields = retry_fields(job, at or now, blocked)
-            self._jobs().filter(id=job.id).update(**fields)
+            blocked = lambda: bool(self.store.blocked([job.id]))  # noqa: E731
+            self._update(job, retry_fields(job, at or now, blocked))
             change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
             effects.apply_tallies(self.store, [change], now)
 
@@ -448,9 +439,8 @@ class JobQueue:
 
         def work():
             job = self._locked(job_id)
-            fields = fail_for_good_fields(job, status, reason, now)
             old = job.status
-            self._jobs().filter(id=job.id).update(**fields)
+            self._update(job, fail_for_good_fields(job, status, reason, now))
             job.status = status
             _, more = effects.after_terminal_failure(self.store, job, now)
             changes = [(job.batch_id, job.workflow_id, old, status), *more]
@@ -466,12 +456,8 @@ class JobQueue:
             job = self._locked(job_id)
             if job.status == JobStatus.RUNNING:
                 raise InvalidJobTransition(f"job {job.id} is Running; cancel it first")
-            orphans = list(
-                JobDependency.objects.using(self.using)
-                .filter(parent_id=job.id)
-                .values_list("job_id", flat=True)
-            )
-            self._jobs().filter(id=job.id).delete()
+            orphans = self.store.dependents([job.id])
+            self.store.delete_jobs(Match(ids=[job.id]))
             # Dependents that waited only for this job can run now.
             effects.release_waiting(self.store, orphans)
             change = (job.batch_id, job.workflow_id, job.status, None)
@@ -481,28 +467,22 @@ class JobQueue:
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
-        """Exact counts, read from the trigger-kept `JobCount` rows (a few rows, never a
-        scan of the jobs table)."""
-        counts = counts_by_queue(self.using, queue_name)
-        return counts.get(queue_name) or dict.fromkeys(JobStatus.values, 0)
+        return self.store.count_jobs(queue_name)
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
-        jobs = self._jobs().filter(batch_id=_job_id(batch_id))
+        jobs = self.store.find_jobs(Match(batch_id=_job_id(batch_id)))
         # Sorted here, not in SQL: MariaDB orders its native UUIDs by their last group first,
         # and every queue must list a batch in the same order.
         return sorted(jobs, key=lambda job: (job.created_at, str(job.id)))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
-        batch = Batch.objects.using(self.using).filter(id=_job_id(batch_id)).first()
+        batch = self.store.get_group(Batch, _job_id(batch_id))
         if batch is None:
             raise JobNotFound(f"no batch {batch_id}")
         errors = {}
         if batch.failed_jobs:
-            errors = dict(
-                self._jobs()
-                .filter(batch_id=batch.id, status__in=list(FAILURE_STATUSES))
-                .values_list("id", "error_message")[:1000]
-            )
+            failed = Match(batch_id=batch.id, status=FAILURE_STATUSES)
+            errors = {job.id: job.error_message for job in self.store.find_jobs(failed, limit=1000)}
         return batch_result(batch, errors)
 
 

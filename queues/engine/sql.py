@@ -13,6 +13,7 @@ from datetime import datetime
 from django.db import DatabaseError, connections, transaction
 from django.db.models import F
 
+from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
 from ..models import Job, JobDependency, QueuePause, ReaperRun
 from ..sql import queries_for, statements
@@ -199,6 +200,15 @@ class SqlStore:
 
     def update_jobs(self, match: Match, fields: Mapping) -> int:
         return self._jobs(match).update(**fields)
+
+    def delete_jobs(self, match: Match) -> int:
+        # Django deletes the dependency edges (on_delete=CASCADE) in the same transaction.
+        _, deleted = self._jobs(match).delete()
+        return deleted.get(Job._meta.label, 0)
+
+    def count_jobs(self, queue: str) -> dict[str, int]:
+        # The trigger-kept JobCount rows: a few rows, never a scan of the jobs table.
+        return counts_by_queue(self.using, queue).get(queue) or dict.fromkeys(JobStatus.values, 0)
 
     # Dependencies -----------------------------------------------------------------------
     def _edges(self):
