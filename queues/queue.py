@@ -18,7 +18,7 @@ from django.db import IntegrityError
 
 from . import effects
 from .clock import SYSTEM_CLOCK, SystemClock
-from .engine import ClaimParams, Match, sql_store
+from .engine import ClaimParams, Match, Store, sql_store
 from .enums import FAILURE_STATUSES, JobStatus
 from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
 from .groups import BatchResult, Change, JobBatch, JobGroup
@@ -62,16 +62,19 @@ REAPER_BATCH = 500
 class JobQueue:
     def __init__(self, using: str = "default", clock=None, rng: random.Random | None = None):
         self.using = using
-        self.clock = clock or SYSTEM_CLOCK
+        self._setup(clock or SYSTEM_CLOCK, rng, store=None)
+
+    def _setup(self, clock, rng: random.Random | None, store: Store | None) -> None:
+        self.clock = clock
         self.rng = rng or random.Random()
-        self._store = None
+        self._store = store
 
     def __repr__(self) -> str:
         return f"JobQueue(using={self.using!r})"
 
     @property
-    def store(self):
-        if self._store is None:
+    def store(self) -> Store:
+        if self._store is None:  # found on first use: the connection's vendor picks it
             self._store = sql_store(self.using)
         return self._store
 

@@ -109,7 +109,8 @@ class Twins:
             db_jobs = [job.id for job in self.db.get_batch_jobs(batch.id)]
             assert [job.id for job in self.mem.get_batch_jobs(batch.id)] == db_jobs
         for workflow in Workflow.objects.all():
-            assert _group_state(workflow) == _group_state(self.mem._store.workflows[workflow.id])
+            mem = self.mem.store.get_group(Workflow, workflow.id)
+            assert _group_state(workflow) == _group_state(mem)
 
     # Operations -------------------------------------------------------------------------
     def new_job(self, **extra) -> Job:
