@@ -15,10 +15,10 @@ from uuid import UUID
 
 from .engine.base import Match, Store
 from .enums import DependencyStatus, JobStatus
-from .groups import Change, batch_fields, tally, workflow_fields
+from .groups import failure_cascade
 from .models import Batch, Job, Workflow
 from .outcomes import Plan, RecordedOutcome
-from .rules import failure_cascade
+from .tallies import Change, batch_fields, tally, workflow_fields
 
 
 def record(store: Store, job: Job, plan: Plan, now: datetime) -> RecordedOutcome:

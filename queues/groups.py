@@ -1,23 +1,26 @@
-"""Workflows (jobs with dependencies) and batches (jobs tallied together)."""
+"""Workflows (jobs with dependencies) and batches (jobs tallied together), and their rules:
+how new jobs' dependencies settle and what a failure for good reaches (workflow failure
+policies, fail-fast batches). Their tallies are in `tallies`."""
 
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
 from .enums import (
     FAILURE_STATUSES,
     BatchStatus,
+    DependencyStatus,
     FailurePolicy,
     JobStatus,
     PartialFailureMode,
-    WorkflowStatus,
 )
 from .exceptions import InvalidBatch, InvalidWorkflow
+from .models import Batch, Workflow
 from .validation import normalize_id
 
 MAX_BATCH_JOBS = 10_000
@@ -78,6 +81,14 @@ class JobGroup:
                     )
             graph[str(job.id)] = deps
         _check_acyclic(graph, self.name)
+
+    def row(self, now: datetime) -> Workflow:
+        """The row of the workflow being enqueued; its jobs are given its id."""
+        for job in self.jobs:
+            job.workflow_id = self.id
+        return Workflow(
+            id=self.id, name=self.name, failure_policy=self.failure_policy, created_at=now
+        )
 
 
 def _check_acyclic(graph: dict[str, list[str]], name: str) -> None:
@@ -146,6 +157,18 @@ class JobBatch:
         if any(job.depends_on for job in self.jobs):
             raise InvalidBatch("jobs of a batch cannot have dependencies; use a workflow")
 
+    def row(self, now: datetime) -> Batch:
+        """The row of the batch being enqueued; its jobs are given its id."""
+        for job in self.jobs:
+            job.batch_id = self.id
+        return Batch(
+            id=self.id,
+            name=self.name,
+            failure_mode=self.partial_failure_mode,
+            metadata=self.metadata,
+            created_at=now,
+        )
+
 
 @dataclass
 class BatchResult:
@@ -163,95 +186,84 @@ class BatchResult:
     def success_rate(self) -> float:
         return self.completed_jobs / self.total_jobs if self.total_jobs else 0.0
 
-
-# Tallies -------------------------------------------------------------------------------------
-#: A job's move: (batch_id, workflow_id, old status or None for a new row, new status or None
-#: for a deleted row).
-Change = tuple[UUID | None, UUID | None, str | None, str | None]
-
-
-def tally(changes: Iterable[Change]) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
-    """The [total, completed, failed] change of each batch and workflow that `changes` touch."""
-    batches: dict[UUID, list[int]] = defaultdict(lambda: [0, 0, 0])
-    workflows: dict[UUID, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for batch_id, workflow_id, old, new in changes:
-        delta = _delta(old, new)
-        for key, table in ((batch_id, batches), (workflow_id, workflows)):
-            if key is not None and any(delta):
-                table[key] = [a + b for a, b in zip(table[key], delta, strict=True)]
-    return batches, workflows
+    @classmethod
+    def of(cls, batch: Batch, job_errors: dict[UUID, str]) -> BatchResult:
+        return cls(
+            batch_id=batch.id,
+            status=batch.status,
+            total_jobs=batch.total_jobs,
+            completed_jobs=batch.completed_jobs,
+            failed_jobs=batch.failed_jobs,
+            pending_jobs=batch.pending_jobs,
+            created_at=batch.created_at,
+            completed_at=batch.completed_at,
+            job_errors=job_errors,
+        )
 
 
-def _tallies(row, delta: list[int]) -> dict:
-    return {
-        "total_jobs": row.total_jobs + delta[0],
-        "completed_jobs": row.completed_jobs + delta[1],
-        "failed_jobs": row.failed_jobs + delta[2],
-    }
+# Dependencies and failures -------------------------------------------------------------------
+def settle_dependencies(
+    jobs: Sequence, by_id: Mapping[str, object], parents: Mapping[str, str], now: datetime
+) -> None:
+    """Each new job with dependencies starts waiting, satisfied (every parent already
+    completed) or failed (a parent already failed for good). `by_id` holds the new jobs and
+    `parents` the statuses of the stored parents, both by id string."""
+    status_of = dict(parents)
+    changed = True
+    while changed:
+        changed = False
+        for job in jobs:
+            if not job.depends_on or job.status == JobStatus.FAILED:
+                continue
+            statuses = [status_of.get(p) or by_id[p].status for p in job.depends_on]
+            pairs = zip(job.depends_on, statuses, strict=True)
+            failed = [p for p, s in pairs if s in FAILURE_STATUSES]
+            if failed:
+                job.status = JobStatus.FAILED
+                job.dependency_status = DependencyStatus.FAILED
+                job.error_message = f"Dependency failed: job {failed[0]} failed"
+                job.failed_at = now
+                changed = True
+            elif all(s == JobStatus.COMPLETED for s in statuses):
+                job.dependency_status = DependencyStatus.SATISFIED
+            else:
+                job.dependency_status = DependencyStatus.WAITING
 
 
-def batch_fields(batch, delta: list[int], now: datetime) -> dict:
-    """A batch's tallies, status and completion time once `delta` is added to them."""
-    fields = _tallies(batch, delta)
-    status = batch_status(
-        batch.failure_mode, fields["total_jobs"], fields["completed_jobs"], fields["failed_jobs"]
-    )
-    finished = status in (BatchStatus.COMPLETED, BatchStatus.FAILED, BatchStatus.PARTIALLY_FAILED)
-    completed_at = (batch.completed_at or now) if finished else None
-    return {**fields, "status": status, "completed_at": completed_at}
+#: Which Pending jobs a failure for good reaches: those of the failed job's workflow, its
+#: transitive dependents, or those of its batch.
+Reach = Literal["workflow", "dependents", "batch"]
+#: How the error of a job failed by its fail-fast batch begins (not the batch's first failure).
+BATCH_FAILED = "Batch failed"
 
 
-def batch_status(mode: str, total: int, completed: int, failed: int) -> str:
-    finished = completed + failed
-    if failed and mode == PartialFailureMode.FAIL_FAST:
-        return BatchStatus.FAILED
-    if total and finished >= total:
-        if not failed:
-            return BatchStatus.COMPLETED
-        return BatchStatus.FAILED if not completed else BatchStatus.PARTIALLY_FAILED
-    return BatchStatus.PROCESSING if finished else BatchStatus.PENDING
+def failure_cascade(
+    job_id: UUID, policy: str | None, batch_mode: str | None, now: datetime
+) -> list[tuple[Reach, dict]]:
+    """What follows a job's failure for good, in order: which Pending jobs fail, and the
+    fields they are written. `policy` is the failure policy of the job's workflow and
+    `batch_mode` the failure mode of its batch (None where it has none)."""
+    cascade: list[tuple[Reach, dict]] = []
+    policy = policy or FailurePolicy.CONTINUE_ON_FAILURE
+    if policy == FailurePolicy.FAIL_FAST:
+        error = f"Workflow failed: job {job_id} failed (fail-fast policy)"
+        cascade.append(("workflow", _failed(error, now, dependency=True)))
+    elif policy == FailurePolicy.CONTINUE_ON_FAILURE:
+        error = f"Dependency failed: job {job_id} failed"
+        cascade.append(("dependents", _failed(error, now, dependency=True)))
+    # FailurePolicy.MANUAL: dependents keep waiting until an operator retries the job.
+    if batch_mode == PartialFailureMode.FAIL_FAST:
+        cascade.append(("batch", _failed(batch_failed_error(job_id), now)))
+    return cascade
 
 
-def workflow_fields(workflow, delta: list[int], now: datetime) -> dict:
-    """A workflow's tallies, status, completion and failure times once `delta` is added."""
-    fields = _tallies(workflow, delta)
-    total, completed, failed = fields.values()
-    if workflow.status == WorkflowStatus.CANCELLED:
-        status = WorkflowStatus.CANCELLED
-    elif failed and workflow.failure_policy == FailurePolicy.FAIL_FAST:
-        status = WorkflowStatus.FAILED
-    elif total and completed + failed >= total:
-        status = WorkflowStatus.FAILED if failed else WorkflowStatus.COMPLETED
-    else:
-        status = WorkflowStatus.RUNNING
-    return {
-        **fields,
-        "status": status,
-        "completed_at": (workflow.completed_at or now)
-        if status == WorkflowStatus.COMPLETED
-        else None,
-        "failed_at": (workflow.failed_at or now) if status == WorkflowStatus.FAILED else None,
-    }
+def batch_failed_error(first_failure) -> str:
+    """The error of the jobs a fail-fast batch fails after `first_failure` failed."""
+    return f"{BATCH_FAILED}: job {first_failure} failed (fail-fast mode)"
 
 
-def _category(status: str | None) -> int:
-    """0 pending (or not counted), 1 completed, 2 failed."""
-    if status == JobStatus.COMPLETED:
-        return 1
-    if status in FAILURE_STATUSES:
-        return 2
-    return 0
-
-
-def _delta(old: str | None, new: str | None) -> list[int]:
-    """[total, completed, failed] change for one job moving from `old` to `new`."""
-    delta = [0, 0, 0]
-    if old is None:
-        delta[0] += 1
-    elif c := _category(old):
-        delta[c] -= 1
-    if new is None:
-        delta[0] -= 1
-    elif c := _category(new):
-        delta[c] += 1
-    return delta
+def _failed(error: str, now: datetime, dependency: bool = False) -> dict:
+    fields = {"status": JobStatus.FAILED, "error_message": error, "failed_at": now}
+    if dependency:
+        fields["dependency_status"] = DependencyStatus.FAILED
+    return fields

@@ -1,8 +1,10 @@
-"""`JobQueue`: the queue on one Django database (PostgreSQL, MySQL/MariaDB or SQLite).
+"""`JobQueue`: the queue's orchestration, written once over a store (`engine.base.Store`): on
+one Django database (PostgreSQL, MySQL/MariaDB or SQLite) through the SQL store, in memory
+through `TestQueue`'s.
 
-Every method is one transaction. The claim and the reaper's lock are raw SQL from the
-vendor's catalogue (see `queues/sql/`); the other writes are fenced ORM updates that match
-the run's id, status and token, so a stale run changes nothing.
+Every method is one transaction (or one statement). The rules are pure modules (`validation`,
+`outcomes`, `groups`, `tallies`), what a write does to the jobs around it is `effects`, and
+the writes of runs are `runs`; the store only reads and writes rows.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import random
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from uuid import UUID
 
 from django.db import IntegrityError
@@ -19,47 +21,21 @@ from django.db import IntegrityError
 from . import effects
 from .clock import SYSTEM_CLOCK, SystemClock
 from .engine import ClaimParams, Match, Store, sql_store
+from .engine.base import age_key, claim_key
 from .enums import FAILURE_STATUSES, JobStatus
 from .exceptions import InvalidBatch, InvalidJob, InvalidJobTransition, InvalidWorkflow, JobNotFound
-from .groups import BatchResult, Change, JobBatch, JobGroup
+from .groups import BatchResult, JobBatch, JobGroup, settle_dependencies
 from .models import Batch, Job, QueuePause
 from .options import DequeueOptions
-from .outcomes import (
-    JobOutcome,
-    RecordedOutcome,
-    StaleJobRecovery,
-    plan_outcome,
-)
-from .rules import (
-    BATCH_FAILED,
-    batch_failed_error,
-    batch_result,
-    batch_row,
-    check_outcome,
-    check_retry_time,
-    fail_for_good_fields,
-    note_recovery,
-    on_copies,
-    prepare_jobs,
-    reaper_outcome,
-    reaper_run_row,
-    retry_fields,
-    settle_dependencies,
-    split_finished,
-    workflow_row,
-)
-from .rules import age_key as _age_key
-from .rules import claim_key as _claim_key
-from .rules import parse_job_id as _job_id
-from .rules import positive_lease as _positive
-from .validation import validate_queue_name
+from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
+from .runs import Runs
+from .tallies import Change
+from .validation import check_retry_time, parse_job_id, prepare_jobs, validate_queue_name
 
-#: What `start_claimed_run` did with a held job.
-STARTED, LOST, RELEASED, CANCELLED = "started", "lost", "released", "cancelled"
 REAPER_BATCH = 500
 
 
-class JobQueue:
+class JobQueue(Runs):
     def __init__(self, using: str = "default", clock=None, rng: random.Random | None = None):
         self.using = using
         self._setup(clock or SYSTEM_CLOCK, rng, store=None)
@@ -97,35 +73,29 @@ class JobQueue:
 
     def enqueue_workflow(self, group: JobGroup) -> UUID:
         group.validate()
-        now = self.now()
-        self._prepare(group.jobs, now)
-        workflow = workflow_row(group, now)
-
-        def work():
-            self.store.insert_group(workflow)
-            self._insert(group.jobs, now)
-
-        self._insert_atomic(work, InvalidWorkflow, "a workflow or job")
-        return workflow.id
+        return self._enqueue_group(group, InvalidWorkflow, "a workflow or job")
 
     def enqueue_batch(self, batch: JobBatch) -> UUID:
         batch.validate()
+        return self._enqueue_group(batch, InvalidBatch, "a batch or job")
+
+    def _enqueue_group(self, group: JobGroup | JobBatch, error, what: str) -> UUID:
         now = self.now()
-        self._prepare(batch.jobs, now)
-        row = batch_row(batch, now)
+        self._prepare(group.jobs, now)
+        row = group.row(now)
 
         def work():
             self.store.insert_group(row)
-            self._insert(batch.jobs, now)
+            self._insert(group.jobs, now)
 
-        self._insert_atomic(work, InvalidBatch, "a batch or job")
+        self._insert_atomic(work, error, what)
         return row.id
 
     def _insert_atomic(self, work, error, what: str) -> None:
         try:
             self._atomic(work)
         except IntegrityError as exc:
-            # Validation ran before: what the database refuses now is an id it already has.
+            # Validation ran before: what the store refuses now is an id it already has.
             raise error(f"{what} with the same id already exists") from exc
 
     def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
@@ -178,7 +148,7 @@ class JobQueue:
             for level in weights.level_order(levels, self.rng):
                 need = options.batch_size - len(claimed)
                 got = store.claim(replace(params, limit=need, priority=level))
-                claimed.extend(sorted(got, key=_age_key))
+                claimed.extend(sorted(got, key=age_key))
                 if len(claimed) >= options.batch_size:
                     break
             return claimed
@@ -186,157 +156,13 @@ class JobQueue:
         if weights is None or weights.strict_priority:
             one = store.claim_is_one_statement
             claimed = store.atomic(lambda: store.claim(params), single_statement=one)
-            return sorted(claimed, key=_claim_key)
+            return sorted(claimed, key=claim_key)
         return self._atomic(weighted)
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
         options = (options or DequeueOptions()).with_batch_size(1)
         jobs = self.dequeue(queue_name, options)
         return jobs[0] if jobs else None
-
-    # The run ----------------------------------------------------------------------------
-    def heartbeat_job(self, job: Job, lease: timedelta) -> bool:
-        if job.run_token is None:
-            return False
-        now = self.now()
-        expires = now + _positive(lease)
-        fields = {"lease_expires_at": expires, "last_heartbeat_at": now}
-        if not self.store.update_runs([job.id], job.run_token, fields):
-            return False
-        job.lease_expires_at, job.last_heartbeat_at = expires, now
-        return True
-
-    def heartbeat_jobs(self, jobs: Sequence[Job], lease: timedelta) -> int:
-        """Extend the leases of many runs in one statement per claim; returns how many
-        were still this worker's."""
-        now = self.now()
-        expires = now + _positive(lease)
-        by_token: dict[UUID, list[UUID]] = {}
-        for job in jobs:
-            if job.run_token is not None:
-                by_token.setdefault(job.run_token, []).append(job.id)
-        fields = {"lease_expires_at": expires, "last_heartbeat_at": now}
-        return sum(self.store.update_runs(ids, token, fields) for token, ids in by_token.items())
-
-    def release_job_run(self, job: Job) -> bool:
-        """Hand an unstarted claimed job back: Pending, attempt taken back, start cleared."""
-        if job.run_token is None:
-            return False
-        return bool(self.store.release_runs([job.id], job.run_token))
-
-    def start_claimed_run(self, job: Job) -> str:
-        """Before a held job runs: record its actual start (fenced), and hand it back if its
-        queue was paused or fail it if its fail-fast batch failed meanwhile.
-
-        Returns STARTED, LOST (the claim is no longer this run's), RELEASED or CANCELLED.
-        """
-        return self.finish_and_start_runs([], [job])[1][0]
-
-    def finish_and_start_runs(
-        self, finished: Sequence[tuple[Job, JobOutcome]], starting: Sequence[Job]
-    ) -> tuple[list[RecordedOutcome | None], list[str]]:
-        """What a batch worker writes between jobs, in one transaction: the outcomes of the
-        runs it finished (as `finish_job_runs`), then the start of the held jobs it takes
-        next (as `start_claimed_run`). A job started here starts when the previous ones
-        ended, and sees their effects (a fail-fast batch failed by one of them)."""
-        for _, outcome in finished:
-            check_outcome(outcome)
-        if not finished and not starting:
-            return [], []
-        now = self.now()
-        outcomes = [outcome for _, outcome in finished]
-        count = len(finished)
-
-        def write(jobs: list[Job]):
-            recorded = self._record_many(list(zip(jobs[:count], outcomes, strict=True)), now)
-            return recorded, self._start_many(jobs[count:], now)
-
-        return self._on_copies([*(job for job, _ in finished), *starting], write)
-
-    def _start_many(self, jobs: list[Job], now: datetime) -> list[str]:
-        answers = [LOST] * len(jobs)
-        by_token: dict[UUID, list[UUID]] = {}
-        for job in jobs:
-            if job.run_token is not None:
-                by_token.setdefault(job.run_token, []).append(job.id)
-        started: dict[UUID, tuple[bool, bool]] = {}
-        for token, ids in by_token.items():
-            started.update(self.store.start_runs(ids, token, now))
-        failed_batches = {
-            job.batch_id for job in jobs if job.id in started and started[job.id][1]
-        }
-        errors = self._fail_fast_errors(failed_batches)
-        for i, job in enumerate(jobs):
-            if job.id not in started:
-                continue
-            paused, batch_failed = started[job.id]
-            job.started_at = job.last_heartbeat_at = now
-            if paused:
-                answers[i] = RELEASED if self.release_job_run(job) else LOST
-            elif batch_failed:
-                recorded = self._record(job, JobOutcome.cancelled(errors[job.batch_id]), now)
-                answers[i] = CANCELLED if recorded else LOST
-            else:
-                answers[i] = STARTED
-        return answers
-
-    def _fail_fast_errors(self, batch_ids: set[UUID]) -> dict[UUID, str]:
-        """{batch: the error its held jobs fail with} for fail-fast batches that failed."""
-        return {
-            batch_id: batch_failed_error(self.store.first_failure(batch_id, BATCH_FAILED))
-            for batch_id in sorted(batch_ids, key=str)
-        }
-
-    def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:
-        """Record the outcome of `job`'s run, if it is still Running this run."""
-        check_outcome(outcome)
-        if job.run_token is None:
-            return None
-        now = self.now()
-        return self._on_copies([job], lambda jobs: self._record(jobs[0], outcome, now))
-
-    def finish_job_runs(
-        self, finished: Sequence[tuple[Job, JobOutcome]]
-    ) -> list[RecordedOutcome | None]:
-        """Record many runs' outcomes in one transaction: what a batch worker does with the
-        jobs it finished. Plain completions (no result, batch, workflow or schedule) are
-        written with one statement per claim; the rest one by one."""
-        return self.finish_and_start_runs(finished, [])[0]
-
-    def _on_copies(self, jobs: list[Job], write):
-        return on_copies(jobs, write, self._atomic)
-
-    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
-        results: list[RecordedOutcome | None] = [None] * len(finished)
-        singles, plain = split_finished(finished)
-        for index in singles:
-            job, outcome = finished[index]
-            if job.run_token is not None:  # else recorded already, under another index
-                results[index] = self._record(job, outcome, now)
-        parents: set[UUID] = set()
-        for token, indexes in plain.items():
-            ids = [finished[i][0].id for i in indexes]
-            written = self.store.complete_runs(ids, token, now)
-            parents.update(job_id for job_id, has_dependents in written.items() if has_dependents)
-            for i in indexes:
-                job = finished[i][0]
-                if job.id not in written:
-                    continue  # a stale run: its answer stays None
-                job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
-                job.run_token = job.lease_expires_at = None
-                results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
-        # Dependents once every completion is written (a child of two of them is released
-        # at once), in the order of `finished`, as TestQueue does.
-        for i, (job, _) in enumerate(finished):
-            if job.id in parents and results[i] is not None:
-                results[i].unblocked = effects.release_dependents(self.store, job.id)
-        return results
-
-    def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
-        plan = plan_outcome(job, outcome, now, self.rng)
-        if not self.store.update_runs([job.id], job.run_token, plan.fields):
-            return None
-        return effects.record(self.store, job, plan, now)
 
     # Reaper -----------------------------------------------------------------------------
     def requeue_stale_jobs(
@@ -362,12 +188,12 @@ class JobQueue:
                     continue
                 recorded = self._record(job, reaper_outcome(job, now), now)
                 if recorded is not None:
-                    note_recovery(recovery, job_id, recorded)
+                    recovery.note(job_id, recorded)
             return len(expired)
 
         while self._atomic(one_pass) == REAPER_BATCH:
             pass
-        self.store.insert_reaper_run(reaper_run_row(recovery, now, ran_by, queue_name))
+        self.store.insert_reaper_run(recovery.row(now, ran_by, queue_name))
         return recovery
 
     # Pause ------------------------------------------------------------------------------
@@ -387,11 +213,11 @@ class JobQueue:
 
     # Operators --------------------------------------------------------------------------
     def get_job(self, job_id: UUID | str) -> Job | None:
-        jobs = self.store.find_jobs(Match(ids=[_job_id(job_id)]), limit=1)
+        jobs = self.store.find_jobs(Match(ids=[parse_job_id(job_id)]), limit=1)
         return jobs[0] if jobs else None
 
     def _locked(self, job_id) -> Job:
-        jobs = self.store.lock_jobs(Match(ids=[_job_id(job_id)]))
+        jobs = self.store.lock_jobs(Match(ids=[parse_job_id(job_id)]))
         if not jobs:
             raise JobNotFound(f"no job {job_id}")
         return jobs[0]
@@ -473,20 +299,20 @@ class JobQueue:
         return self.store.count_jobs(queue_name)
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
-        jobs = self.store.find_jobs(Match(batch_id=_job_id(batch_id)))
+        jobs = self.store.find_jobs(Match(batch_id=parse_job_id(batch_id)))
         # Sorted here, not in SQL: MariaDB orders its native UUIDs by their last group first,
         # and every queue must list a batch in the same order.
         return sorted(jobs, key=lambda job: (job.created_at, str(job.id)))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
-        batch = self.store.get_group(Batch, _job_id(batch_id))
+        batch = self.store.get_group(Batch, parse_job_id(batch_id))
         if batch is None:
             raise JobNotFound(f"no batch {batch_id}")
         errors = {}
         if batch.failed_jobs:
             failed = Match(batch_id=batch.id, status=FAILURE_STATUSES)
             errors = {job.id: job.error_message for job in self.store.find_jobs(failed, limit=1000)}
-        return batch_result(batch, errors)
+        return BatchResult.of(batch, errors)
 
 
 def _lease_of(jobs, job_id):

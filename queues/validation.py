@@ -1,10 +1,13 @@
-"""Checks a job before it is written. Each failure is a typed `InvalidJob`; nothing is written."""
+"""Checks of what callers hand the queue, before anything is written: new jobs (validated and
+normalised), queue names, ids, leases and retry times. Each failure is a typed `InvalidJob`
+(or a `ValueError`); nothing is written."""
 
 from __future__ import annotations
 
 import json
 import math
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.utils import timezone
@@ -19,7 +22,7 @@ from .exceptions import (
     InvalidQueueName,
     InvalidWorkflow,
 )
-from .models import MAX_QUEUE_NAME_LENGTH
+from .models import MAX_QUEUE_NAME_LENGTH, Job
 from .retry import RetryStrategy
 
 #: A payload larger than this is refused: a queue is not a blob store.
@@ -38,7 +41,7 @@ def validate_queue_name(name: object) -> str:
     return name
 
 
-def _check_json(value: object, what: str) -> None:
+def check_json(value: object, what: str) -> None:
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -62,10 +65,51 @@ def normalize_id(value: object) -> str:
         raise InvalidWorkflow(f"{value!r} is not a job id") from exc
 
 
+def parse_job_id(value) -> UUID:
+    try:
+        return UUID(normalize_id(value))
+    except InvalidWorkflow as exc:
+        raise InvalidJob(f"{value!r} is not a job id") from exc
+
+
+def positive_lease(lease: timedelta) -> timedelta:
+    if not isinstance(lease, timedelta) or lease <= timedelta(0):
+        raise ValueError("a lease must be a positive timedelta")
+    return lease
+
+
+def check_retry_time(at: datetime | None) -> None:
+    if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
+        raise InvalidJob("retry time must be a timezone-aware datetime")
+
+
+def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
+    """Validate and normalise new jobs in place, stamped `now`. With `rebase` (a clock that
+    is not the system's), each job keeps the delay it was built with, counted from `now`."""
+    if not jobs:
+        return
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise InvalidJob(f"expected a Job, got {type(job).__name__}")
+        if (
+            rebase
+            and isinstance(job.scheduled_at, datetime)
+            and isinstance(job.created_at, datetime)
+            and job.scheduled_at.tzinfo is not None
+        ):
+            # A moved clock: keep the delay the job was built with.
+            job.scheduled_at = now + (job.scheduled_at - job.created_at)
+        validate_job(job, now)
+        job.created_at = now
+    ids = [job.id for job in jobs]
+    if len(set(ids)) != len(ids):
+        raise InvalidJob("the same job was given twice")
+
+
 def validate_job(job, now) -> None:
     """Validate and normalise `job` in place (before enqueue)."""
     validate_queue_name(job.queue_name)
-    _check_json(job.payload, "payload")
+    check_json(job.payload, "payload")
     priority = job.priority
     if isinstance(priority, bool) or priority not in set(JobPriority):
         raise InvalidPriority(f"unknown priority: {priority!r} (use JobPriority)")
@@ -96,7 +140,7 @@ def validate_job(job, now) -> None:
             except ValueError as exc:
                 raise InvalidJob(str(exc)) from exc
     if job.result is not None:
-        _check_json(job.result, "result")
+        check_json(job.result, "result")
     job.depends_on = [normalize_id(i) for i in (job.depends_on or [])]
     if len(set(job.depends_on)) != len(job.depends_on):
         job.depends_on = list(dict.fromkeys(job.depends_on))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from queues.api import STARTED, DequeueOptions, InvalidJob, Job, JobOutcome, JobStatus
-from queues.rules import check_outcome
+from queues.outcomes import check_outcome
 
 from .executor import EventLoop, execute
 from .faults import GaveUp, close_connection, retrying
