@@ -10,7 +10,9 @@ the writes of runs are `runs`; the store only reads and writes rows.
 from __future__ import annotations
 
 import random
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -33,6 +35,9 @@ from .tallies import Change
 from .validation import check_retry_time, parse_job_id, prepare_jobs, validate_queue_name
 
 REAPER_BATCH = 500
+#: How many claims whose call raised a queue remembers (by run token): each may have been
+#: committed before its reply was lost, and a retry with its token then looks for its jobs.
+UNSURE_CLAIMS = 64
 
 
 class JobQueue(Runs):
@@ -44,6 +49,8 @@ class JobQueue(Runs):
         self.clock = clock
         self.rng = rng or random.Random()
         self._store = store
+        self._unsure: OrderedDict[UUID, None] = OrderedDict()
+        self._unsure_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"JobQueue(using={self.using!r})"
@@ -125,12 +132,43 @@ class JobQueue(Runs):
     def dequeue(
         self, queue_name: str, options: DequeueOptions | None = None, *, run_token=None
     ) -> list[Job]:
-        """`run_token` (default: a new one) lets a caller whose connection dropped during
-        the claim find the jobs if the claim was committed after all."""
+        """Claim up to `options.batch_size` jobs as one run, with `run_token` (default: a new
+        one). A caller whose claim raised (a dropped connection) retries with the same token:
+        if that claim was committed after all, the retry returns its jobs still Running
+        instead of claiming more."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         if options.batch_size == 0:
             return []
+        try:
+            # A first claim pays one dict lookup: only tokens whose claim raised are looked up.
+            if run_token is not None and run_token in self._unsure:
+                found = self._claimed_before(queue_name, run_token)
+                if found:
+                    return found
+            return self._claim(queue_name, options, run_token)
+        except Exception:
+            if run_token is not None:
+                self._remember_unsure(run_token)
+            raise
+
+    def _claimed_before(self, queue_name: str, token: UUID) -> list[Job]:
+        """The jobs of the claim `token` still Running, in claim order (none if it was not
+        committed); the token is forgotten once asked."""
+        match = Match(queue_name=queue_name, status=JobStatus.RUNNING, run_token=token)
+        found = sorted(self.store.find_jobs(match), key=claim_key)
+        with self._unsure_lock:
+            self._unsure.pop(token, None)
+        return found
+
+    def _remember_unsure(self, token: UUID) -> None:
+        with self._unsure_lock:
+            self._unsure[token] = None
+            self._unsure.move_to_end(token)
+            while len(self._unsure) > UNSURE_CLAIMS:
+                self._unsure.popitem(last=False)
+
+    def _claim(self, queue_name: str, options: DequeueOptions, run_token) -> list[Job]:
         now = self.now()
         weights = options.priority_weights
         store = self.store
