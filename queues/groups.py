@@ -188,17 +188,21 @@ class BatchResult:
 
     @classmethod
     def of(cls, batch: Batch, job_errors: dict[UUID, str]) -> BatchResult:
-        return cls(
-            batch_id=batch.id,
-            status=batch.status,
-            total_jobs=batch.total_jobs,
-            completed_jobs=batch.completed_jobs,
-            failed_jobs=batch.failed_jobs,
-            pending_jobs=batch.pending_jobs,
-            created_at=batch.created_at,
-            completed_at=batch.completed_at,
-            job_errors=job_errors,
-        )
+        """The result of a batch row, with the errors of its failed jobs."""
+        copied = {name: getattr(batch, name) for name in _BATCH_RESULT_FIELDS}
+        return cls(batch_id=batch.id, job_errors=job_errors, **copied)
+
+
+#: What a `BatchResult` takes from its batch row as it is.
+_BATCH_RESULT_FIELDS = (
+    "status",
+    "total_jobs",
+    "completed_jobs",
+    "failed_jobs",
+    "pending_jobs",
+    "created_at",
+    "completed_at",
+)
 
 
 # Dependencies and failures -------------------------------------------------------------------

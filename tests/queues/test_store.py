@@ -13,15 +13,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from django.db import IntegrityError, connection
 
+from queues import enums
+from queues.api import JobPriority, JobStatus
 from queues.engine import ClaimParams, Match, sql_store
-from queues.enums import (
-    BatchStatus,
-    DependencyStatus,
-    FailurePolicy,
-    JobPriority,
-    JobStatus,
-    PartialFailureMode,
-)
 from queues.memory.store import MemoryStore
 from queues.models import Batch, Job, QueuePause, ReaperRun, Workflow
 
@@ -163,9 +157,9 @@ def _ineligible(store, name: str) -> list:
             name,
             priority=JobPriority.CRITICAL,
             depends_on=[str(parent.id)],
-            dependency_status=DependencyStatus.WAITING,
+            dependency_status=enums.DependencyStatus.WAITING,
         ),
-        job(name, priority=JobPriority.CRITICAL, dependency_status=DependencyStatus.FAILED),
+        job(name, priority=JobPriority.CRITICAL, dependency_status=enums.DependencyStatus.FAILED),
         job(name, priority=JobPriority.CRITICAL, cron_schedule="* * * * *", recurring=False),
         job(name, priority=JobPriority.CRITICAL, status=JobStatus.DEAD, failed_at=T0),
         job(unique_queue("other"), priority=JobPriority.CRITICAL),
@@ -175,7 +169,8 @@ def _ineligible(store, name: str) -> list:
 def test_claimable_levels_are_those_with_a_claimable_job(store):
     name = unique_queue("levels")
     _ineligible(store, name)
-    insert(store, job(name, priority=JobPriority.LOW, dependency_status=DependencyStatus.SATISFIED))
+    satisfied = enums.DependencyStatus.SATISFIED
+    insert(store, job(name, priority=JobPriority.LOW, dependency_status=satisfied))
     insert(store, job(name, priority=JobPriority.LOW, cron_schedule="* * * * *", recurring=True))
     assert sorted(store.claimable_levels(name, T0)) == [JobPriority.LOW, JobPriority.HIGH]
     store.pause(QueuePause(queue_name=name, paused_at=T0))
@@ -226,7 +221,7 @@ def _runs(store, name: str, n: int, **fields):
 def test_start_runs_marks_the_runs_still_theirs_and_tells_pause_and_failed_batch(store):
     name = unique_queue("start")
     batch = Batch(
-        id=uuid.uuid4(), name="b", failure_mode=PartialFailureMode.FAIL_FAST, created_at=T0
+        id=uuid.uuid4(), name="b", failure_mode=enums.PartialFailureMode.FAIL_FAST, created_at=T0
     )
     store.insert_group(batch)
     token, ids = _runs(store, name, 2, batch_id=batch.id)
@@ -236,14 +231,14 @@ def test_start_runs_marks_the_runs_still_theirs_and_tells_pause_and_failed_batch
     assert (one(store, ids[0]).started_at, one(store, ids[0]).last_heartbeat_at) == (later, later)
     assert store.atomic(lambda: store.start_runs(ids, uuid.uuid4(), later)) == {}
     store.pause(QueuePause(queue_name=name, paused_at=T0))
-    store.update_group(Batch, batch.id, {"status": BatchStatus.FAILED})
+    store.update_group(Batch, batch.id, {"status": enums.BatchStatus.FAILED})
     assert store.atomic(lambda: store.start_runs(ids[:1], token, later)) == {ids[0]: (True, True)}
 
 
 def test_complete_runs_completes_the_runs_still_theirs(store):
     name = unique_queue("complete")
     token, (a, b) = _runs(store, name, 2)
-    insert(store, job(name, depends_on=[str(b)], dependency_status=DependencyStatus.WAITING))
+    insert(store, job(name, depends_on=[str(b)], dependency_status=enums.DependencyStatus.WAITING))
     other_token, (c,) = _runs(store, unique_queue("complete_other"), 1)
     done = T0 + timedelta(seconds=3)
     assert store.atomic(lambda: store.complete_runs([a, b, c], token, done)) == {a: False, b: True}
@@ -365,32 +360,37 @@ def test_job_counts_cover_every_status(store):
 
 
 # Dependencies ------------------------------------------------------------------------------
-def test_dependents_and_blocked_follow_the_edges(store):
-    name = unique_queue("edges")
+def _family(store, name: str) -> tuple[Job, Job, Job]:
+    """Two parents and the child that waits for both."""
     a, b = job(name), job(name)
     insert(store, a, b)
     child = job(name, depends_on=[str(a.id), str(b.id)], dependency_status="waiting")
     insert(store, child)
+    return a, b, child
+
+
+def _complete_all(store, name: str) -> None:
+    token = uuid.uuid4()
+    claimed = claim(store, name, token=token)
+    store.atomic(lambda: store.complete_runs([j.id for j in claimed], token, T0))
+
+
+def test_dependents_and_blocked_follow_the_edges(store):
+    name = unique_queue("edges")
+    a, b, child = _family(store, name)
     assert store.dependents([a.id]) == store.dependents([a.id, b.id]) == {child.id}
     assert store.dependents([child.id]) == set()
     assert store.blocked([child.id, a.id]) == {child.id}
-    token = uuid.uuid4()
-    claimed = claim(store, name, limit=2, token=token)
-    store.atomic(lambda: store.complete_runs([j.id for j in claimed], token, T0))
+    _complete_all(store, name)
     assert store.blocked([child.id]) == set()
 
 
 def test_deleting_a_job_deletes_its_edges_both_ways(store):
     name = unique_queue("delete_edges")
-    parent, other = job(name), job(name)
-    insert(store, parent, other)
-    child = job(name, depends_on=[str(parent.id), str(other.id)], dependency_status="waiting")
-    insert(store, child)
+    parent, other, child = _family(store, name)
     store.atomic(lambda: store.delete_jobs(Match(ids=[parent.id])))
     assert store.dependents([parent.id]) == set() and store.dependents([other.id]) == {child.id}
-    token = uuid.uuid4()
-    (claimed,) = claim(store, name, token=token)
-    store.atomic(lambda: store.complete_runs([claimed.id], token, T0))
+    _complete_all(store, name)  # the other parent
     assert store.blocked([child.id]) == set(), "the deleted parent still blocks"
     store.atomic(lambda: store.delete_jobs(Match(ids=[child.id])))
     assert store.dependents([other.id]) == set()
@@ -400,16 +400,16 @@ def test_deleting_a_job_deletes_its_edges_both_ways(store):
 def test_groups_are_inserted_read_locked_and_updated(store):
     batch = Batch(id=uuid.uuid4(), name="b", metadata={"k": "v"}, created_at=T0)
     workflow = Workflow(
-        id=uuid.uuid4(), name="w", failure_policy=FailurePolicy.MANUAL, created_at=T0
+        id=uuid.uuid4(), name="w", failure_policy=enums.FailurePolicy.MANUAL, created_at=T0
     )
     store.insert_group(batch)
     store.insert_group(workflow)
     batch.name = "changed after the insert"
     assert store.get_group(Batch, batch.id).name == "b"
-    assert store.get_group(Workflow, workflow.id).failure_policy == FailurePolicy.MANUAL
+    assert store.get_group(Workflow, workflow.id).failure_policy == enums.FailurePolicy.MANUAL
     assert store.get_group(Batch, workflow.id) is None
     assert store.get_group(Workflow, batch.id) is None
-    fields = {"total_jobs": 3, "completed_jobs": 1, "status": BatchStatus.PROCESSING}
+    fields = {"total_jobs": 3, "completed_jobs": 1, "status": enums.BatchStatus.PROCESSING}
     store.atomic(lambda: store.update_group(Batch, store.lock_group(Batch, batch.id).id, fields))
     stored = store.get_group(Batch, batch.id)
     assert (stored.total_jobs, stored.completed_jobs, stored.status) == (3, 1, "Processing")
