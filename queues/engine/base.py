@@ -3,7 +3,7 @@
 `JobQueue` holds every rule and every effect, written once; a store only reads and writes
 rows. Two stores implement this protocol: the SQL store (`engine.sql`, with one small module
 per vendor beside it around its catalogue `queues/sql/<vendor>.sql`) and the memory store
-(`memory.store`, under `TestQueue`). The conformance suite (`tests/queues/test_store.py`)
+(`memory.store`, under `TestQueue`). The conformance suite (`tests/queues/store/`)
 holds both to the contracts below, as River's driver suite holds its drivers.
 
 Rules of every store:
