@@ -103,7 +103,7 @@ elif _db["ENGINE"].endswith("mysql"):
     }
 else:
     # The engine's claim and completion statements run on server-binding cursors
-    # (queues.engine.dialects); with a threshold psycopg prepares each after that many runs,
+    # (queues.engine.postgresql); with a threshold psycopg prepares each after that many runs,
     # so PostgreSQL plans them once per connection. Django's own (client-binding) cursors
     # never prepare. Behind a transaction-mode pooler without prepared-statement support
     # (PgBouncer < 1.21, or max_prepared_statements = 0) set HAMMERWEB_PG_PREPARE=off.

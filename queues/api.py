@@ -32,8 +32,9 @@ from .memory import TestQueue
 from .models import Job
 from .options import DequeueOptions, PriorityWeights
 from .outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
-from .queue import CANCELLED, LOST, RELEASED, STARTED, JobQueue
+from .queue import JobQueue
 from .retry import RetryStrategy
+from .runs import CANCELLED, LOST, RELEASED, STARTED
 
 __all__ = [
     "CANCELLED",

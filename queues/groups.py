@@ -1,15 +1,26 @@
-"""Workflows (jobs with dependencies) and batches (jobs tallied together)."""
+"""Workflows (jobs with dependencies) and batches (jobs tallied together), and their rules:
+how new jobs' dependencies settle and what a failure for good reaches (workflow failure
+policies, fail-fast batches). Their tallies are in `tallies`."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
-from .enums import BatchStatus, FailurePolicy, PartialFailureMode
+from .enums import (
+    FAILURE_STATUSES,
+    BatchStatus,
+    DependencyStatus,
+    FailurePolicy,
+    JobStatus,
+    PartialFailureMode,
+)
 from .exceptions import InvalidBatch, InvalidWorkflow
+from .models import Batch, Workflow
 from .validation import check_json, normalize_id, validate_label
 
 MAX_BATCH_JOBS = 10_000
@@ -69,6 +80,14 @@ class JobGroup:
                     )
             graph[str(job.id)] = deps
         _check_acyclic(graph, self.name)
+
+    def row(self, now: datetime) -> Workflow:
+        """The row of the workflow being enqueued; its jobs are given its id."""
+        for job in self.jobs:
+            job.workflow_id = self.id
+        return Workflow(
+            id=self.id, name=self.name, failure_policy=self.failure_policy, created_at=now
+        )
 
 
 def _check_acyclic(graph: dict[str, list[str]], name: str) -> None:
@@ -137,6 +156,18 @@ class JobBatch:
         if any(job.depends_on for job in self.jobs):
             raise InvalidBatch("jobs of a batch cannot have dependencies; use a workflow")
 
+    def row(self, now: datetime) -> Batch:
+        """The row of the batch being enqueued; its jobs are given its id."""
+        for job in self.jobs:
+            job.batch_id = self.id
+        return Batch(
+            id=self.id,
+            name=self.name,
+            failure_mode=self.partial_failure_mode,
+            metadata=self.metadata,
+            created_at=now,
+        )
+
 
 @dataclass
 class BatchResult:
@@ -153,3 +184,89 @@ class BatchResult:
     @property
     def success_rate(self) -> float:
         return self.completed_jobs / self.total_jobs if self.total_jobs else 0.0
+
+    @classmethod
+    def of(cls, batch: Batch, job_errors: dict[UUID, str]) -> BatchResult:
+        """The result of a batch row, with the errors of its failed jobs."""
+        copied = {name: getattr(batch, name) for name in _BATCH_RESULT_FIELDS}
+        return cls(batch_id=batch.id, job_errors=job_errors, **copied)
+
+
+#: What a `BatchResult` takes from its batch row as it is.
+_BATCH_RESULT_FIELDS = (
+    "status",
+    "total_jobs",
+    "completed_jobs",
+    "failed_jobs",
+    "pending_jobs",
+    "created_at",
+    "completed_at",
+)
+
+
+# Dependencies and failures -------------------------------------------------------------------
+def settle_dependencies(
+    jobs: Sequence, by_id: Mapping[str, object], parents: Mapping[str, str], now: datetime
+) -> None:
+    """Each new job with dependencies starts waiting, satisfied (every parent already
+    completed) or failed (a parent already failed for good). `by_id` holds the new jobs and
+    `parents` the statuses of the stored parents, both by id string."""
+    status_of = dict(parents)
+    changed = True
+    while changed:
+        changed = False
+        for job in jobs:
+            if not job.depends_on or job.status == JobStatus.FAILED:
+                continue
+            statuses = [status_of.get(p) or by_id[p].status for p in job.depends_on]
+            pairs = zip(job.depends_on, statuses, strict=True)
+            failed = [p for p, s in pairs if s in FAILURE_STATUSES]
+            if failed:
+                job.status = JobStatus.FAILED
+                job.dependency_status = DependencyStatus.FAILED
+                job.error_message = f"Dependency failed: job {failed[0]} failed"
+                job.failed_at = now
+                changed = True
+            elif all(s == JobStatus.COMPLETED for s in statuses):
+                job.dependency_status = DependencyStatus.SATISFIED
+            else:
+                job.dependency_status = DependencyStatus.WAITING
+
+
+#: Which Pending jobs a failure for good reaches: those of the failed job's workflow, its
+#: transitive dependents, or those of its batch.
+Reach = Literal["workflow", "dependents", "batch"]
+#: How the error of a job failed by its fail-fast batch begins (not the batch's first failure).
+BATCH_FAILED = "Batch failed"
+
+
+def failure_cascade(
+    job_id: UUID, policy: str | None, batch_mode: str | None, now: datetime
+) -> list[tuple[Reach, dict]]:
+    """What follows a job's failure for good, in order: which Pending jobs fail, and the
+    fields they are written. `policy` is the failure policy of the job's workflow and
+    `batch_mode` the failure mode of its batch (None where it has none)."""
+    cascade: list[tuple[Reach, dict]] = []
+    policy = policy or FailurePolicy.CONTINUE_ON_FAILURE
+    if policy == FailurePolicy.FAIL_FAST:
+        error = f"Workflow failed: job {job_id} failed (fail-fast policy)"
+        cascade.append(("workflow", _failed(error, now, dependency=True)))
+    elif policy == FailurePolicy.CONTINUE_ON_FAILURE:
+        error = f"Dependency failed: job {job_id} failed"
+        cascade.append(("dependents", _failed(error, now, dependency=True)))
+    # FailurePolicy.MANUAL: dependents keep waiting until an operator retries the job.
+    if batch_mode == PartialFailureMode.FAIL_FAST:
+        cascade.append(("batch", _failed(batch_failed_error(job_id), now)))
+    return cascade
+
+
+def batch_failed_error(first_failure) -> str:
+    """The error of the jobs a fail-fast batch fails after `first_failure` failed."""
+    return f"{BATCH_FAILED}: job {first_failure} failed (fail-fast mode)"
+
+
+def _failed(error: str, now: datetime, dependency: bool = False) -> dict:
+    fields = {"status": JobStatus.FAILED, "error_message": error, "failed_at": now}
+    if dependency:
+        fields["dependency_status"] = DependencyStatus.FAILED
+    return fields

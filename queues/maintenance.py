@@ -13,10 +13,10 @@ from uuid import UUID
 from django.db.models import Q
 
 from . import completions
+from .engine.base import Match
 from .enums import JobStatus
 from .models import CompletionCount, Job, ReaperRun, WorkerProcess
-from .outcomes import StaleJobRecovery
-from .rules import note_recovery, reaper_outcome, reaper_run_row
+from .outcomes import StaleJobRecovery, reaper_outcome
 from .stats import SPARK_MINUTES
 
 DEFAULT_REAPER_INTERVAL = timedelta(seconds=60)
@@ -64,19 +64,18 @@ class Lifeline:
         """The jobs claimed by `process_id` and still Running: Pending again at once (their
         attempt counted), or Dead when their attempts are used up; `error` says why."""
         recovery = StaleJobRecovery()
-        running = Job.objects.using(self.queue.using).filter(
-            status=JobStatus.RUNNING, claimed_by=process_id
+        running = self.queue.store.find_jobs(
+            Match(status=JobStatus.RUNNING, claimed_by=process_id)
         )
-        for job in running.order_by("lease_expires_at", "id"):
+        for job in sorted(running, key=lambda job: (job.lease_expires_at, str(job.id))):
             # Each job in its own transaction, fenced by the run read here: one the process
             # finished, or the reaper took, meanwhile is left as it is.
             outcome = replace(reaper_outcome(job, self.queue.now()), error=error)
             recorded = self.queue.finish_job_run(job, outcome)
             if recorded is not None:
-                note_recovery(recovery, job.id, recorded)
+                recovery.note(job.id, recorded)
         if recovery.requeued or recovery.dead:
-            row = reaper_run_row(recovery, self.queue.now(), self.ran_by, None)
-            row.save(using=self.queue.using)
+            self.queue.store.insert_reaper_run(recovery.row(self.queue.now(), self.ran_by, None))
         return recovery
 
 

@@ -1,17 +1,21 @@
-"""What a run's outcome writes: the pure part, shared by the database queue and TestQueue."""
+"""What a run's outcome writes (and what the reaper's and the operators' transitions write):
+the rules, with no store. The queue writes the fields a plan gives, fenced by the run."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from . import transitions
 from .cron import CronSchedule
-from .enums import JobStatus
+from .enums import FAILURE_STATUSES, DependencyStatus, JobStatus
+from .models import ReaperRun
 from .retry import RetryStrategy
-from .text import storable
+from .text import storable, storable_label
+from .validation import check_json, check_time
 
 LEASE_EXPIRED_ERROR = (
     "Job lease expired while Running; the worker is presumed dead and the job was reclaimed"
@@ -77,6 +81,19 @@ class StaleJobRecovery:
     requeued: list[UUID] = field(default_factory=list)
     dead: list[UUID] = field(default_factory=list)
 
+    def note(self, job_id: UUID, recorded: RecordedOutcome) -> None:
+        (self.dead if recorded.status == JobStatus.DEAD else self.requeued).append(job_id)
+
+    def row(self, now: datetime, ran_by: str, queue_name: str | None) -> ReaperRun:
+        """The `ReaperRun` that records this recovery."""
+        return ReaperRun(
+            ran_at=now,
+            ran_by=storable_label(ran_by),
+            queue_name=queue_name,
+            requeued_ids=[str(i) for i in self.requeued],
+            dead_ids=[str(i) for i in self.dead],
+        )
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -90,6 +107,22 @@ class Plan:
 
 
 _RUN_CLEARED = {"run_token": None, "lease_expires_at": None}
+
+
+def check_outcome(outcome: JobOutcome) -> None:
+    """Refuse an outcome that is not a `JobOutcome`, or whose result cannot be stored."""
+    if not isinstance(outcome, JobOutcome):
+        raise TypeError("outcome must be a JobOutcome")
+    if outcome.kind == "completed" and outcome.result is not None:
+        check_json(outcome.result, "result")
+    check_time(outcome.retry_at, "a retry time")
+
+
+def reaper_outcome(job, now: datetime) -> JobOutcome:
+    """The outcome the reaper records for a run whose lease expired."""
+    if job.attempts >= job.max_attempts:
+        return JobOutcome.dead(LEASE_EXPIRED_ERROR)
+    return JobOutcome.retry(now, LEASE_EXPIRED_ERROR)
 
 
 def plan_outcome(job, outcome: JobOutcome, now: datetime, rng: random.Random | None = None) -> Plan:
@@ -172,18 +205,36 @@ def _reschedule(job, now: datetime, error: str | None, completed: bool) -> Plan:
     )
 
 
-def batch_status(mode: str, total: int, completed: int, failed: int) -> str:
-    from .enums import BatchStatus, PartialFailureMode
+# Operators' transitions ---------------------------------------------------------------------
+def retry_fields(job, scheduled_at: datetime, blocked) -> dict[str, Any]:
+    """What `retry_job` writes: Pending at `scheduled_at`, the run fenced out, a terminal
+    job's attempts given back. `blocked()` tells whether the job still waits for a parent
+    that is not Completed (asked only when its dependency had failed)."""
+    transitions.check(transitions.RETRY, job)
+    fields: dict[str, Any] = {
+        "status": JobStatus.PENDING,
+        "scheduled_at": scheduled_at,
+        "started_at": None,
+        "last_heartbeat_at": None,
+        **_RUN_CLEARED,
+    }
+    if job.status in FAILURE_STATUSES:
+        fields.update(attempts=0, failed_at=None, timed_out_at=None)
+    if job.dependency_status == DependencyStatus.FAILED:
+        fields["dependency_status"] = (
+            DependencyStatus.WAITING if blocked() else DependencyStatus.SATISFIED
+        )
+    return fields
 
-    finished = completed + failed
-    if failed and mode == PartialFailureMode.FAIL_FAST:
-        return BatchStatus.FAILED
-    if total and finished >= total:
-        if not failed:
-            return BatchStatus.COMPLETED
-        return BatchStatus.FAILED if not completed else BatchStatus.PARTIALLY_FAILED
-    return BatchStatus.PROCESSING if finished else BatchStatus.PENDING
 
-
-def lease_expiry(now: datetime, lease: timedelta) -> datetime:
-    return now + lease
+def fail_for_good_fields(job, status: JobStatus, reason: str, now: datetime) -> dict[str, Any]:
+    """What `cancel_job` and `mark_job_dead` write on a Pending or Running job."""
+    action = transitions.CANCEL if status == JobStatus.FAILED else transitions.MARK_DEAD
+    transitions.check(action, job)
+    return {
+        "status": status,
+        "error_message": storable(reason),
+        "failed_at": now,
+        **_RUN_CLEARED,
+        "recurring": False,
+    }

@@ -1,94 +1,72 @@
-"""`JobQueue`: the queue on one Django database (PostgreSQL, MySQL/MariaDB or SQLite).
+"""`JobQueue`: the queue's orchestration, written once over a store (`engine.base.Store`): on
+one Django database (PostgreSQL, MySQL/MariaDB or SQLite) through the SQL store, in memory
+through `TestQueue`'s.
 
-Every method is one transaction. The claim and the reaper's lock are raw SQL from the
-vendor's catalogue (see `queues/sql/`); the other writes are fenced ORM updates that match
-the run's id, status and token, so a stale run changes nothing.
+Every method is one transaction (or one statement). The rules are pure modules (`validation`,
+`outcomes`, `groups`, `tallies`), what a write does to the jobs around it is `effects`, and
+the writes of runs are `runs`; the store only reads and writes rows.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, datetime
 from uuid import UUID
 
 from django.db import IntegrityError
-from django.db.models import F
 
-from . import transitions
+from . import effects, transitions
 from .clock import SYSTEM_CLOCK, SystemClock
-from .counts import counts_by_queue
-from .engine import dialect_for
-from .engine.graph import Change, Graph
+from .engine import ClaimParams, Match, Store, sql_store
+from .engine.base import age_key, claim_key
 from .enums import FAILURE_STATUSES, JobStatus
 from .exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
-from .groups import BatchResult, JobBatch, JobGroup
-from .models import Batch, Job, JobDependency, QueuePause
+from .groups import BatchResult, JobBatch, JobGroup, settle_dependencies
+from .models import Batch, Job, QueuePause
 from .options import DequeueOptions
-from .outcomes import (
-    JobOutcome,
-    RecordedOutcome,
-    StaleJobRecovery,
-    plan_outcome,
-)
-from .rules import (
-    BATCH_FAILED,
-    batch_failed_error,
-    batch_result,
-    batch_row,
-    check_outcome,
-    check_retry_time,
-    fail_for_good_fields,
-    note_recovery,
-    on_copies,
-    prepare_jobs,
-    reaper_outcome,
-    reaper_run_row,
-    record_effects,
-    retry_fields,
-    settle_dependencies,
-    split_finished,
-    workflow_row,
-)
-from .rules import age_key as _age_key
-from .rules import claim_key as _claim_key
-from .rules import parse_job_id as _job_id
-from .rules import positive_lease as _positive
+from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
+from .runs import Runs
+from .tallies import Change
 from .text import storable_label, storable_or_none
-from .validation import validate_queue_name
+from .validation import check_retry_time, parse_job_id, prepare_jobs, validate_queue_name
 
-#: What `start_claimed_run` did with a held job.
-STARTED, LOST, RELEASED, CANCELLED = "started", "lost", "released", "cancelled"
 REAPER_BATCH = 500
-INSERT_BATCH = 500
+#: How many claims whose call raised a queue remembers (by run token): each may have been
+#: committed before its reply was lost, and a retry with its token then looks for its jobs.
+UNSURE_CLAIMS = 64
 
 
-class JobQueue:
+class JobQueue(Runs):
     def __init__(self, using: str = "default", clock=None, rng: random.Random | None = None):
         self.using = using
-        self.clock = clock or SYSTEM_CLOCK
+        self._setup(clock or SYSTEM_CLOCK, rng, store=None)
+
+    def _setup(self, clock, rng: random.Random | None, store: Store | None) -> None:
+        self.clock = clock
         self.rng = rng or random.Random()
-        self._dialect = None
-        self._graph = Graph(using)
+        self._store = store
+        self._unsure: OrderedDict[UUID, None] = OrderedDict()
+        self._unsure_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"JobQueue(using={self.using!r})"
 
     @property
-    def dialect(self):
-        if self._dialect is None:
-            self._dialect = dialect_for(self.using)
-        return self._dialect
+    def store(self) -> Store:
+        if self._store is None:  # found on first use: the connection's vendor picks it
+            self._store = sql_store(self.using)
+        return self._store
 
     def now(self) -> datetime:
         return self.clock.now()
 
-    def _jobs(self):
-        return Job.objects.using(self.using)
-
     def _atomic(self, fn):
-        return self.dialect.atomic_retrying(fn)
+        return self.store.atomic(fn)
 
     # Enqueue ----------------------------------------------------------------------------
     def enqueue(self, job: Job) -> UUID:
@@ -103,35 +81,29 @@ class JobQueue:
 
     def enqueue_workflow(self, group: JobGroup) -> UUID:
         group.validate()
-        now = self.now()
-        self._prepare(group.jobs, now)
-        workflow = workflow_row(group, now)
-
-        def work():
-            workflow.save(using=self.using, force_insert=True)
-            self._insert(group.jobs, now)
-
-        self._insert_atomic(work, InvalidWorkflow, "a workflow or job")
-        return workflow.id
+        return self._enqueue_group(group, InvalidWorkflow, "a workflow or job")
 
     def enqueue_batch(self, batch: JobBatch) -> UUID:
         batch.validate()
+        return self._enqueue_group(batch, InvalidBatch, "a batch or job")
+
+    def _enqueue_group(self, group: JobGroup | JobBatch, error, what: str) -> UUID:
         now = self.now()
-        self._prepare(batch.jobs, now)
-        row = batch_row(batch, now)
+        self._prepare(group.jobs, now)
+        row = group.row(now)
 
         def work():
-            row.save(using=self.using, force_insert=True)
-            self._insert(batch.jobs, now)
+            self.store.insert_group(row)
+            self._insert(group.jobs, now)
 
-        self._insert_atomic(work, InvalidBatch, "a batch or job")
+        self._insert_atomic(work, error, what)
         return row.id
 
     def _insert_atomic(self, work, error, what: str) -> None:
         try:
             self._atomic(work)
         except IntegrityError as exc:
-            # Validation ran before: what the database refuses now is an id it already has.
+            # Validation ran before: what the store refuses now is an id it already has.
             raise error(f"{what} with the same id already exists") from exc
 
     def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
@@ -143,29 +115,19 @@ class JobQueue:
         parents: dict[str, str] = {}
         if external:
             # Lock the parents so that none finishes between this check and the insert.
-            parents = {
-                str(pk): status
-                for pk, status in self._jobs()
-                .select_for_update()
-                .filter(id__in=sorted(external))
-                .values_list("id", "status")
-            }
+            locked = self.store.lock_jobs(Match(ids={UUID(p) for p in external}))
+            parents = {str(job.id): job.status for job in locked}
             missing = external - parents.keys()
             if missing:
                 raise InvalidWorkflow(f"unknown dependency: {sorted(missing)[0]}")
         settle_dependencies(jobs, by_id, parents, now)
-        self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
-        edges = [
-            JobDependency(job_id=job.id, parent_id=UUID(p)) for job in jobs for p in job.depends_on
-        ]
-        if edges:
-            JobDependency.objects.using(self.using).bulk_create(edges, batch_size=INSERT_BATCH)
+        self.store.insert_jobs(jobs)
         changes: list[Change] = [
             (job.batch_id, job.workflow_id, None, job.status)
             for job in jobs
             if job.batch_id or job.workflow_id
         ]
-        self._graph.apply_tallies(changes, now)
+        effects.apply_tallies(self.store, changes, now)
 
     # Claim ------------------------------------------------------------------------------
     def dequeue(
@@ -176,217 +138,78 @@ class JobQueue:
         run_token=None,
         claimed_by: UUID | None = None,
     ) -> list[Job]:
-        """`run_token` (default: a new one) lets a caller whose connection dropped during
-        the claim find the jobs if the claim was committed after all. `claimed_by` (a
-        worker process's id) is stamped on the claimed jobs."""
+        """Claim up to `options.batch_size` jobs as one run, with `run_token` (default: a new
+        one), stamped with `claimed_by` (a worker process's id). A caller whose claim raised
+        (a dropped connection) retries with the same token: if that claim was committed after
+        all, the retry returns its jobs still Running instead of claiming more."""
         options = options or DequeueOptions()
         validate_queue_name(queue_name)
         if options.batch_size == 0:
             return []
-        now = self.now()
-        token = run_token or uuid.uuid4()
-        expires = now + options.lease_duration
-        weights = options.priority_weights
-        dialect = self.dialect
+        try:
+            # A first claim pays one dict lookup: only tokens whose claim raised are looked up.
+            if run_token is not None and run_token in self._unsure:
+                found = self._claimed_before(queue_name, run_token)
+                if found:
+                    return found
+            return self._claim(queue_name, options, run_token, claimed_by)
+        except Exception:
+            if run_token is not None:
+                self._remember_unsure(run_token)
+            raise
 
-        def strict():
-            return dialect.claim(
-                queue_name, options.batch_size, now, expires, token, claimed_by=claimed_by
-            )
+    def _claimed_before(self, queue_name: str, token: UUID) -> list[Job]:
+        """The jobs of the claim `token` still Running, in claim order (none if it was not
+        committed); the token is forgotten once asked."""
+        match = Match(queue_name=queue_name, status=JobStatus.RUNNING, run_token=token)
+        found = sorted(self.store.find_jobs(match), key=claim_key)
+        with self._unsure_lock:
+            self._unsure.pop(token, None)
+        return found
+
+    def _remember_unsure(self, token: UUID) -> None:
+        with self._unsure_lock:
+            self._unsure[token] = None
+            self._unsure.move_to_end(token)
+            while len(self._unsure) > UNSURE_CLAIMS:
+                self._unsure.popitem(last=False)
+
+    def _claim(
+        self, queue_name: str, options: DequeueOptions, run_token, claimed_by: UUID | None
+    ) -> list[Job]:
+        now = self.now()
+        weights = options.priority_weights
+        store = self.store
+        params = ClaimParams(
+            queue=queue_name,
+            limit=options.batch_size,
+            now=now,
+            lease_expires_at=now + options.lease_duration,
+            token=run_token or uuid.uuid4(),
+            claimed_by=claimed_by,
+        )
 
         def weighted():
-            levels = dialect.claimable_levels(queue_name, now)
+            levels = store.claimable_levels(queue_name, now)
             claimed: list[Job] = []
             for level in weights.level_order(levels, self.rng):
                 need = options.batch_size - len(claimed)
-                got = dialect.claim(
-                    queue_name, need, now, expires, token, priority=level, claimed_by=claimed_by
-                )
-                claimed.extend(sorted(got, key=_age_key))
+                got = store.claim(replace(params, limit=need, priority=level))
+                claimed.extend(sorted(got, key=age_key))
                 if len(claimed) >= options.batch_size:
                     break
             return claimed
 
         if weights is None or weights.strict_priority:
-            one = dialect.claim_is_one_statement
-            return sorted(dialect.atomic_retrying(strict, single_statement=one), key=_claim_key)
+            one = store.claim_is_one_statement
+            claimed = store.atomic(lambda: store.claim(params), single_statement=one)
+            return sorted(claimed, key=claim_key)
         return self._atomic(weighted)
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
         options = (options or DequeueOptions()).with_batch_size(1)
         jobs = self.dequeue(queue_name, options)
         return jobs[0] if jobs else None
-
-    # The run ----------------------------------------------------------------------------
-    def _run(self, job: Job):
-        if job.run_token is None:
-            return None
-        return self._jobs().filter(id=job.id, status=JobStatus.RUNNING, run_token=job.run_token)
-
-    def heartbeat_job(self, job: Job, lease: timedelta) -> bool:
-        run = self._run(job)
-        if run is None:
-            return False
-        now = self.now()
-        expires = now + _positive(lease)
-        if not run.update(lease_expires_at=expires, last_heartbeat_at=now):
-            return False
-        job.lease_expires_at, job.last_heartbeat_at = expires, now
-        return True
-
-    def heartbeat_jobs(self, jobs: Sequence[Job], lease: timedelta) -> int:
-        """Extend the leases of many runs in one statement per claim; returns how many
-        were still this worker's."""
-        now = self.now()
-        expires = now + _positive(lease)
-        by_token: dict[UUID, list[UUID]] = {}
-        for job in jobs:
-            if job.run_token is not None:
-                by_token.setdefault(job.run_token, []).append(job.id)
-        extended = 0
-        for token, ids in by_token.items():
-            extended += (
-                self._jobs()
-                .filter(id__in=ids, status=JobStatus.RUNNING, run_token=token)
-                .update(lease_expires_at=expires, last_heartbeat_at=now)
-            )
-        return extended
-
-    def release_job_run(self, job: Job) -> bool:
-        """Hand an unstarted claimed job back: Pending, attempt taken back, start cleared."""
-        run = self._run(job)
-        if run is None:
-            return False
-        released = run.update(
-            status=JobStatus.PENDING,
-            attempts=F("attempts") - 1,
-            started_at=None,
-            last_heartbeat_at=None,
-            lease_expires_at=None,
-            run_token=None,
-        )
-        return bool(released)
-
-    def start_claimed_run(self, job: Job) -> str:
-        """Before a held job runs: record its actual start (fenced), and hand it back if its
-        queue was paused or fail it if its fail-fast batch failed meanwhile.
-
-        Returns STARTED, LOST (the claim is no longer this run's), RELEASED or CANCELLED.
-        """
-        return self.finish_and_start_runs([], [job])[1][0]
-
-    def finish_and_start_runs(
-        self, finished: Sequence[tuple[Job, JobOutcome]], starting: Sequence[Job]
-    ) -> tuple[list[RecordedOutcome | None], list[str]]:
-        """What a batch worker writes between jobs, in one transaction: the outcomes of the
-        runs it finished (as `finish_job_runs`), then the start of the held jobs it takes
-        next (as `start_claimed_run`). A job started here starts when the previous ones
-        ended, and sees their effects (a fail-fast batch failed by one of them)."""
-        for _, outcome in finished:
-            check_outcome(outcome)
-        if not finished and not starting:
-            return [], []
-        now = self.now()
-        outcomes = [outcome for _, outcome in finished]
-        count = len(finished)
-
-        def write(jobs: list[Job]):
-            recorded = self._record_many(list(zip(jobs[:count], outcomes, strict=True)), now)
-            return recorded, self._start_many(jobs[count:], now)
-
-        return self._on_copies([*(job for job, _ in finished), *starting], write)
-
-    def _start_many(self, jobs: list[Job], now: datetime) -> list[str]:
-        answers = [LOST] * len(jobs)
-        by_token: dict[UUID, list[UUID]] = {}
-        for job in jobs:
-            if job.run_token is not None:
-                by_token.setdefault(job.run_token, []).append(job.id)
-        started: dict[UUID, tuple[bool, bool]] = {}
-        for token, ids in by_token.items():
-            started.update(self.dialect.start_runs(ids, token, now))
-        failed_batches = {
-            job.batch_id for job in jobs if job.id in started and started[job.id][1]
-        }
-        errors = self._fail_fast_errors(failed_batches)
-        for i, job in enumerate(jobs):
-            if job.id not in started:
-                continue
-            paused, batch_failed = started[job.id]
-            job.started_at = job.last_heartbeat_at = now
-            if paused:
-                answers[i] = RELEASED if self.release_job_run(job) else LOST
-            elif batch_failed:
-                recorded = self._record(job, JobOutcome.cancelled(errors[job.batch_id]), now)
-                answers[i] = CANCELLED if recorded else LOST
-            else:
-                answers[i] = STARTED
-        return answers
-
-    def _fail_fast_errors(self, batch_ids: set[UUID]) -> dict[UUID, str]:
-        """{batch: the error its held jobs fail with} for fail-fast batches that failed."""
-        errors = {}
-        for batch_id in sorted(batch_ids, key=str):
-            first = (
-                self._jobs()
-                .filter(batch_id=batch_id, status__in=list(FAILURE_STATUSES))
-                .exclude(error_message__startswith=BATCH_FAILED)
-                .values_list("id", flat=True)
-                .first()
-            )
-            errors[batch_id] = batch_failed_error(first)
-        return errors
-
-    def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:
-        """Record the outcome of `job`'s run, if it is still Running this run."""
-        check_outcome(outcome)
-        if job.run_token is None:
-            return None
-        now = self.now()
-        return self._on_copies([job], lambda jobs: self._record(jobs[0], outcome, now))
-
-    def finish_job_runs(
-        self, finished: Sequence[tuple[Job, JobOutcome]]
-    ) -> list[RecordedOutcome | None]:
-        """Record many runs' outcomes in one transaction: what a batch worker does with the
-        jobs it finished. Plain completions (no result, batch, workflow or schedule) are
-        written with one statement per claim; the rest one by one."""
-        return self.finish_and_start_runs(finished, [])[0]
-
-    def _on_copies(self, jobs: list[Job], write):
-        return on_copies(jobs, write, self._atomic)
-
-    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
-        results: list[RecordedOutcome | None] = [None] * len(finished)
-        singles, plain = split_finished(finished)
-        for index in singles:
-            job, outcome = finished[index]
-            if job.run_token is not None:  # else recorded already, under another index
-                results[index] = self._record(job, outcome, now)
-        parents: set[UUID] = set()
-        for token, indexes in plain.items():
-            ids = [finished[i][0].id for i in indexes]
-            written = dict(self.dialect.complete_runs(ids, token, now))
-            parents.update(job_id for job_id, has_dependents in written.items() if has_dependents)
-            for i in indexes:
-                job = finished[i][0]
-                if job.id not in written:
-                    continue  # a stale run: its answer stays None
-                job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
-                job.run_token = job.lease_expires_at = None
-                results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
-        # Dependents once every completion is written (a child of two of them is released
-        # at once), in the order of `finished`, as TestQueue does.
-        for i, (job, _) in enumerate(finished):
-            if job.id in parents and results[i] is not None:
-                results[i].unblocked = self._graph.release_dependents(job.id)
-        return results
-
-    def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
-        plan = plan_outcome(job, outcome, now, self.rng)
-        if not self._run(job).update(**plan.fields):
-            return None
-        return record_effects(self._graph, job, plan, now)
 
     # Reaper -----------------------------------------------------------------------------
     def requeue_stale_jobs(
@@ -400,8 +223,9 @@ class JobQueue:
         now = self.now()
 
         def one_pass() -> int:
-            expired = self.dialect.lock_expired_leases(now, queue_name, REAPER_BATCH)
-            jobs = self._jobs().in_bulk([job_id for job_id, _ in expired])
+            expired = self.store.lock_expired_leases(now, queue_name, REAPER_BATCH)
+            found = self.store.find_jobs(Match(ids=[job_id for job_id, _ in expired]))
+            jobs = {job.id: job for job in found}
             # Equal lease expiries (a batch claim) are taken in id order on every vendor, so
             # which of them a fail-fast failure reaches first does not depend on the database.
             expired.sort(key=lambda pair: (_lease_of(jobs, pair[0]), str(pair[0])))
@@ -411,43 +235,46 @@ class JobQueue:
                     continue
                 recorded = self._record(job, reaper_outcome(job, now), now)
                 if recorded is not None:
-                    note_recovery(recovery, job_id, recorded)
+                    recovery.note(job_id, recorded)
             return len(expired)
 
         while self._atomic(one_pass) == REAPER_BATCH:
             pass
-        reaper_run_row(recovery, now, ran_by, queue_name).save(using=self.using)
+        self.store.insert_reaper_run(recovery.row(now, ran_by, queue_name))
         return recovery
 
     # Pause ------------------------------------------------------------------------------
     def pause_queue(self, queue_name: str, paused_by: str | None = None, reason: str | None = None):
         validate_queue_name(queue_name)
-        QueuePause.objects.using(self.using).update_or_create(
+        pause = QueuePause(
             queue_name=queue_name,
-            defaults={
-                "paused_at": self.now(),
-                "paused_by": storable_label(paused_by),
-                "reason": storable_or_none(reason),
-            },
+            paused_at=self.now(),
+            paused_by=storable_label(paused_by),
+            reason=storable_or_none(reason),
         )
+        self.store.pause(pause)
 
     def resume_queue(self, queue_name: str, resumed_by: str | None = None) -> None:
         validate_queue_name(queue_name)
-        QueuePause.objects.using(self.using).filter(queue_name=queue_name).delete()
+        self.store.resume(queue_name)
 
     def is_queue_paused(self, queue_name: str) -> bool:
         validate_queue_name(queue_name)
-        return QueuePause.objects.using(self.using).filter(queue_name=queue_name).exists()
+        return self.store.is_paused(queue_name)
 
     # Operators --------------------------------------------------------------------------
     def get_job(self, job_id: UUID | str) -> Job | None:
-        return self._jobs().filter(id=_job_id(job_id)).first()
+        jobs = self.store.find_jobs(Match(ids=[parse_job_id(job_id)]), limit=1)
+        return jobs[0] if jobs else None
 
     def _locked(self, job_id) -> Job:
-        job = self._jobs().select_for_update().filter(id=_job_id(job_id)).first()
-        if job is None:
+        jobs = self.store.lock_jobs(Match(ids=[parse_job_id(job_id)]))
+        if not jobs:
             raise JobNotFound(f"no job {job_id}")
-        return job
+        return jobs[0]
+
+    def _update(self, job: Job, fields: dict) -> None:
+        self.store.update_jobs(Match(ids=[job.id]), fields)
 
     def enable_recurring_job(self, job_id: UUID | str) -> None:
         self._set_recurring(job_id, True)
@@ -459,7 +286,7 @@ class JobQueue:
         def work():
             job = self._locked(job_id)
             transitions.check(transitions.RECURRING, job)
-            self._jobs().filter(id=job.id).update(recurring=enabled)
+            self._update(job, {"recurring": enabled})
 
         self._atomic(work)
 
@@ -471,20 +298,10 @@ class JobQueue:
 
         def work():
             job = self._locked(job_id)
-
-            def blocked() -> bool:
-                return (
-                    JobDependency.objects.using(self.using)
-                    .filter(job_id=job.id)
-                    .exclude(parent__status=JobStatus.COMPLETED)
-                    .exists()
-                )
-
-            fields = retry_fields(job, at or now, blocked)
-            self._jobs().filter(id=job.id).update(**fields)
-            self._graph.apply_tallies(
-                [(job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)], now
-            )
+            blocked = lambda: bool(self.store.blocked([job.id]))  # noqa: E731
+            self._update(job, retry_fields(job, at or now, blocked))
+            change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
+            effects.apply_tallies(self.store, [change], now)
 
         self._atomic(work)
 
@@ -501,12 +318,12 @@ class JobQueue:
 
         def work():
             job = self._locked(job_id)
-            fields = fail_for_good_fields(job, status, reason, now)
             old = job.status
-            self._jobs().filter(id=job.id).update(**fields)
+            self._update(job, fail_for_good_fields(job, status, reason, now))
             job.status = status
-            _, changes = self._graph.after_terminal_failure(job, now)
-            self._graph.apply_tallies([(job.batch_id, job.workflow_id, old, status), *changes], now)
+            _, more = effects.after_terminal_failure(self.store, job, now)
+            changes = [(job.batch_id, job.workflow_id, old, status), *more]
+            effects.apply_tallies(self.store, changes, now)
 
         self._atomic(work)
 
@@ -517,44 +334,35 @@ class JobQueue:
         def work():
             job = self._locked(job_id)
             transitions.check(transitions.DELETE, job)
-            orphans = list(
-                JobDependency.objects.using(self.using)
-                .filter(parent_id=job.id)
-                .values_list("job_id", flat=True)
-            )
-            self._jobs().filter(id=job.id).delete()
+            orphans = self.store.dependents([job.id])
+            self.store.delete_jobs(Match(ids=[job.id]))
             # Dependents that waited only for this job can run now.
-            self._graph.release_waiting(orphans)
-            self._graph.apply_tallies([(job.batch_id, job.workflow_id, job.status, None)], now)
+            effects.release_waiting(self.store, orphans)
+            change = (job.batch_id, job.workflow_id, job.status, None)
+            effects.apply_tallies(self.store, [change], now)
 
         self._atomic(work)
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
-        """Exact counts, read from the trigger-kept `JobCount` rows (a few rows, never a
-        scan of the jobs table)."""
         validate_queue_name(queue_name)
-        counts = counts_by_queue(self.using, queue_name)
-        return counts.get(queue_name) or dict.fromkeys(JobStatus.values, 0)
+        return self.store.count_jobs(queue_name)
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
-        jobs = self._jobs().filter(batch_id=_job_id(batch_id))
+        jobs = self.store.find_jobs(Match(batch_id=parse_job_id(batch_id)))
         # Sorted here, not in SQL: MariaDB orders its native UUIDs by their last group first,
         # and every queue must list a batch in the same order.
         return sorted(jobs, key=lambda job: (job.created_at, str(job.id)))
 
     def get_batch_status(self, batch_id: UUID | str) -> BatchResult:
-        batch = Batch.objects.using(self.using).filter(id=_job_id(batch_id)).first()
+        batch = self.store.get_group(Batch, parse_job_id(batch_id))
         if batch is None:
             raise JobNotFound(f"no batch {batch_id}")
         errors = {}
         if batch.failed_jobs:
-            errors = dict(
-                self._jobs()
-                .filter(batch_id=batch.id, status__in=list(FAILURE_STATUSES))
-                .values_list("id", "error_message")[:1000]
-            )
-        return batch_result(batch, errors)
+            failed = Match(batch_id=batch.id, status=FAILURE_STATUSES)
+            errors = {job.id: job.error_message for job in self.store.find_jobs(failed, limit=1000)}
+        return BatchResult.of(batch, errors)
 
 
 def _lease_of(jobs, job_id):

@@ -1,4 +1,6 @@
-"""Checks a job before it is written. Each failure is a typed `InvalidJob`; nothing is written.
+"""Checks of what callers hand the queue, before anything is written: new jobs (validated and
+normalised), queue names, ids, leases and retry times. Each failure is a typed `InvalidJob`
+(or a `ValueError`); nothing is written.
 
 The limits are those every supported database can hold, so that a job accepted by TestQueue
 or SQLite is accepted by PostgreSQL and MariaDB too (SQLite's lax typing stores what the
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -24,7 +27,7 @@ from .exceptions import (
     InvalidQueueName,
     InvalidWorkflow,
 )
-from .models import MAX_QUEUE_NAME_LENGTH
+from .models import MAX_QUEUE_NAME_LENGTH, Job
 from .retry import RetryStrategy
 from .text import MAX_LABEL, storable, unstorable
 
@@ -159,6 +162,47 @@ _TIME_FIELDS = [
     "lease_expires_at",
     "last_heartbeat_at",
 ]
+
+
+def parse_job_id(value) -> UUID:
+    try:
+        return UUID(normalize_id(value))
+    except InvalidWorkflow as exc:
+        raise InvalidJob(f"{value!r} is not a job id") from exc
+
+
+def positive_lease(lease: timedelta) -> timedelta:
+    return check_duration(lease, "a lease")
+
+
+def check_retry_time(at: datetime | None) -> None:
+    check_time(at, "retry time")
+
+
+def prepare_jobs(jobs: Sequence[Job], now: datetime, rebase: bool) -> None:
+    """Validate and normalise new jobs in place, stamped `now`. With `rebase` (a clock that
+    is not the system's), each job keeps the delay it was built with, counted from `now`."""
+    if not jobs:
+        return
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise InvalidJob(f"expected a Job, got {type(job).__name__}")
+        if (
+            rebase
+            and isinstance(job.scheduled_at, datetime)
+            and isinstance(job.created_at, datetime)
+            and job.scheduled_at.tzinfo is not None
+        ):
+            # A moved clock: keep the delay the job was built with.
+            try:
+                job.scheduled_at = now + (job.scheduled_at - job.created_at)
+            except OverflowError as exc:
+                raise InvalidJob("scheduled_at is out of range") from exc
+        validate_job(job, now)
+        job.created_at = now
+    ids = [job.id for job in jobs]
+    if len(set(ids)) != len(ids):
+        raise InvalidJob("the same job was given twice")
 
 
 def validate_job(job, now) -> None:

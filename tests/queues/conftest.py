@@ -15,11 +15,12 @@ __all__ = ["aged_job", "unique_queue"]
 
 
 def pytest_collection_modifyitems(items):
-    # The database variant commits for real (threads and other connections must see its
-    # rows), so it gets a transactional database; the memory variant needs none.
+    # The database variant (of a queue or of a store) commits for real (threads and other
+    # connections must see its rows), so it gets a transactional database; the memory
+    # variant needs none.
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("queue") == "db":
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("queue") == "db" or params.get("store") == "sql":
             item.add_marker(pytest.mark.django_db(transaction=True))
 
 

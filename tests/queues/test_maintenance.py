@@ -36,7 +36,7 @@ def test_pruner_deletes_only_what_finished_long_enough_ago_in_batches():
 
     result = Pruner(queue, older_than=timedelta(days=7), batch_size=2).run_once()
     assert result.jobs == 7
-    remaining = set(queue._jobs().filter(queue_name__in=[name, other]).values_list("id", flat=True))
+    remaining = set(Job.objects.filter(queue_name__in=[name, other]).values_list("id", flat=True))
     assert remaining == {*live, *recent}
     assert not remaining & {*old_done, *old_dead}
 
@@ -72,7 +72,7 @@ def test_pruner_deletes_the_completion_counts_of_old_minutes():
     assert pruner.run_once().completion_counts == 1
     assert minutes_kept(name) == {}
     # older_than=None keeps the finished jobs themselves.
-    assert queue._jobs().filter(queue_name=name).count() == 3
+    assert Job.objects.filter(queue_name=name).count() == 3
 
 
 def minutes_kept(name):

@@ -23,9 +23,9 @@ from queues.api import (
     JobBatch,
     JobGroup,
     JobOutcome,
-    JobQueue,
     JobStatus,
     QueueError,
+    TestQueue,
 )
 from queues.text import MAX_STORED_TEXT, REPLACEMENT
 from queues.validation import MAX_ATTEMPTS, MAX_DURATION, MAX_JSON_NESTING
@@ -245,15 +245,15 @@ def test_pause_labels_and_reasons_are_cleaned_and_cut(queue):
 
 
 def _pause(queue, name):
-    if isinstance(queue, JobQueue):
+    if not isinstance(queue, TestQueue):
         from queues.models import QueuePause
 
         return QueuePause.objects.get(queue_name=name)
-    return queue._store.pauses[name]
+    return queue.store.pauses[name]
 
 
 def _last_reaper_run(queue):
-    if isinstance(queue, JobQueue):
+    if not isinstance(queue, TestQueue):
         from queues.models import ReaperRun
 
         return ReaperRun.objects.order_by("-id").first()
@@ -264,7 +264,7 @@ def test_queue_names_differing_in_case_or_astral_characters_are_distinct(queue, 
     """Known on MariaDB: its default collations (utf8mb4_general_ci, utf8mb4_unicode_ci)
     compare case-insensitively and give every character outside the Basic Multilingual
     Plane the same weight, so such queues share their jobs, pauses and counts there."""
-    if isinstance(queue, JobQueue) and connection.vendor == "mysql":
+    if not isinstance(queue, TestQueue) and connection.vendor == "mysql":
         request.applymarker(
             pytest.mark.xfail(
                 strict=True, reason="MariaDB's case-insensitive collation of queue_name"

@@ -150,12 +150,13 @@ def test_worker_carries_on_when_its_connections_are_killed(caplog):
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_committed_before_its_connection_dropped_is_not_lost():
     class LostReply(JobQueue):
-        """The first claim commits, then its reply is lost with the connection."""
+        """The first claim commits, then its reply is lost with the connection (inside
+        `dequeue`, where a dropped connection raises)."""
 
         lost: list = []
 
-        def dequeue(self, queue_name, options=None, *, run_token=None):
-            jobs = super().dequeue(queue_name, options, run_token=run_token)
+        def _claim(self, *args):
+            jobs = super()._claim(*args)
             if not self.lost and jobs:
                 self.lost.extend(jobs)
                 raise OperationalError("server closed the connection unexpectedly")

@@ -7,26 +7,13 @@ import logging
 import threading
 import uuid
 
-from queues.api import Job, JobStatus
+from queues.api import Job
 
 from ..faults import GaveUp, retrying
 from .allowance import Allowance
 from .state import RunState
 
 logger = logging.getLogger("workers")
-
-
-def find_lost_claim(queue, queue_name: str, token: uuid.UUID) -> list[Job]:
-    """The jobs of an earlier claim with `token`, whose reply a fault may have lost: still
-    Running with that token, in claim order.
-
-    The one place the worker reads jobs itself: once the engine's `dequeue(...,
-    run_token=token)` finds its own earlier claim, the call below asks it instead."""
-    using = getattr(queue, "using", "default")
-    jobs = Job.objects.using(using).filter(
-        queue_name=queue_name, status=JobStatus.RUNNING, run_token=token
-    )
-    return list(jobs.order_by("-priority", "scheduled_at", "id"))
 
 
 class Claimer:
@@ -84,22 +71,15 @@ class Claimer:
 
     def _claim_call(self, n: int):
         """A claim of `n` jobs that can be retried after a fault: the claim has its own run
-        token, so if the fault hid a claim that was committed, the retry finds its jobs
-        instead of leaving them Running until their lease expires."""
+        token, so if the fault hid a claim that was committed, the retry with that token
+        gets its jobs back from the engine (`dequeue` finds its own earlier claim) instead
+        of leaving them Running until their lease expires."""
         options = self.options.with_batch_size(n)
         token = uuid.uuid4()
-        tries = 0
         # Named only when set: a queue of the caller's own may not take the keyword.
         stamp = {"claimed_by": self.worker.claimed_by} if self.worker.claimed_by else {}
 
         def claim() -> list[Job]:
-            nonlocal tries
-            tries += 1
-            if tries > 1:
-                found = find_lost_claim(self.queue, self.queue_name, token)
-                if found:
-                    logger.warning("found %d jobs of a claim whose reply was lost", len(found))
-                    return found
             return self.queue.dequeue(self.queue_name, options, run_token=token, **stamp)
 
         return claim

@@ -16,7 +16,7 @@ import threading
 import time
 
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
-from queues.rules import check_outcome
+from queues.outcomes import check_outcome
 
 from ..connections import close_all
 from ..executor import EventLoop, Execution, Interrupted, execute

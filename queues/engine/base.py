@@ -1,0 +1,192 @@
+"""The storage interface under `JobQueue`: what a store does, one operation at a time.
+
+`JobQueue` holds every rule and every effect, written once; a store only reads and writes
+rows. Two stores implement this protocol: the SQL store (`engine.sql`, with one small module
+per vendor beside it around its catalogue `queues/sql/<vendor>.sql`) and the memory store
+(`memory.store`, under `TestQueue`). The conformance suite (`tests/queues/store/`)
+holds both to the contracts below, as River's driver suite holds its drivers.
+
+Rules of every store:
+- Each operation is atomic by itself; `atomic` makes several one transaction.
+- "Fenced" operations touch only runs still Running with the given token: a stale run
+  changes nothing, and the answer says which runs were still theirs.
+- What a store hands out is the caller's (changing it changes nothing stored), and the
+  store takes no reference to what it is given.
+- A "claimable" job is Pending, due (`scheduled_at <= now`), waits for no unfinished
+  dependency and is not a disabled recurring job; a claim takes none from a paused queue.
+  A claimed job is Running: attempts + 1, started and heartbeated `now`, leased, with the
+  run's token.
+- "Locked" rows stay locked until the transaction ends, taken in id order so that
+  concurrent transactions never deadlock on them. The store's id order need not be
+  Python's (MariaDB compares its native UUIDs from the last group): where the order of an
+  answer matters, the queue sorts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
+
+#: A batch or a workflow: the rows that tally jobs.
+Group = Batch | Workflow
+
+
+def claim_key(job: Job):
+    """The claim order: highest priority, then oldest, then id."""
+    return (-job.priority, job.scheduled_at, str(job.id))
+
+
+def age_key(job: Job):
+    """The claim order within one priority level."""
+    return (job.scheduled_at, str(job.id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimParams:
+    """One claim: up to `limit` claimable jobs of `queue` (of level `priority`, if given)
+    become Running for the run `token`, leased until `lease_expires_at`, stamped with the
+    worker process `claimed_by` (None: no process)."""
+
+    queue: str
+    limit: int
+    now: datetime
+    lease_expires_at: datetime
+    token: UUID
+    priority: int | None = None
+    claimed_by: UUID | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Match:
+    """Which jobs an operation reaches: every field given must match (None matches any)."""
+
+    ids: Collection[UUID] | None = None
+    queue_name: str | None = None
+    status: str | Collection[str] | None = None
+    run_token: UUID | None = None
+    batch_id: UUID | None = None
+    workflow_id: UUID | None = None
+    dependency_status: str | None = None
+    claimed_by: UUID | None = None
+
+    def __post_init__(self) -> None:
+        if self.ids is not None and not isinstance(self.ids, frozenset):
+            object.__setattr__(self, "ids", frozenset(self.ids))
+
+    def statuses(self) -> Collection[str] | None:
+        return (self.status,) if isinstance(self.status, str) else self.status
+
+    def matches(self, job: Job) -> bool:
+        statuses = self.statuses()
+        return (
+            (self.ids is None or job.id in self.ids)
+            and (self.queue_name is None or job.queue_name == self.queue_name)
+            and (statuses is None or job.status in statuses)
+            and (self.run_token is None or job.run_token == self.run_token)
+            and (self.batch_id is None or job.batch_id == self.batch_id)
+            and (self.workflow_id is None or job.workflow_id == self.workflow_id)
+            and (self.dependency_status is None or job.dependency_status == self.dependency_status)
+            and (self.claimed_by is None or job.claimed_by == self.claimed_by)
+        )
+
+
+class Store(Protocol):
+    """Every operation of a store. Those of runs are fenced: they touch only runs of `ids`
+    still Running with `token`, and answer for those."""
+
+    #: The strict claim is one statement, atomic without a transaction of its own.
+    claim_is_one_statement: bool
+
+    # Transactions -------------------------------------------------------------------------
+    def atomic[T](self, fn: Callable[[], T], *, single_statement: bool = False) -> T:
+        """Run `fn` in one transaction (or in the caller's), again after a lock conflict;
+        with `single_statement` it may run without a transaction of its own."""
+
+    # Claims -------------------------------------------------------------------------------
+    def claimable_levels(self, queue: str, now: datetime) -> list[int]:
+        """The priority levels of `queue` with a claimable job at `now` (pause not asked)."""
+
+    def claim(self, params: ClaimParams) -> list[Job]:
+        """Claim the first claimable jobs (claim order) for `params`; in any order."""
+
+    # Runs (fenced) ------------------------------------------------------------------------
+    def start_runs(
+        self, ids: Sequence[UUID], token: UUID, now: datetime
+    ) -> dict[UUID, tuple[bool, bool]]:
+        """Mark the runs started `now`: {id: (queue paused, fail-fast batch failed)}."""
+
+    def complete_runs(self, ids: Sequence[UUID], token: UUID, now: datetime) -> dict[UUID, bool]:
+        """Complete the runs (no result, lease and token cleared): {id: it has dependents}."""
+
+    def update_runs(self, ids: Sequence[UUID], token: UUID, fields: Mapping[str, Any]) -> int:
+        """The fenced write: set `fields` on the runs still Running with `token`; how many."""
+
+    def release_runs(self, ids: Sequence[UUID], token: UUID) -> int:
+        """Hand the runs back: Pending, attempt given back, run cleared; how many."""
+
+    def lock_expired_leases(
+        self, now: datetime, queue: str | None, limit: int
+    ) -> list[tuple[UUID, UUID]]:
+        """Lock up to `limit` runs whose lease expired before `now`, earliest first, skipping
+        locked rows: [(id, run token)]."""
+
+    # Jobs ---------------------------------------------------------------------------------
+    def insert_jobs(self, jobs: Sequence[Job]) -> None:
+        """Insert jobs and their dependency edges; a taken id raises `IntegrityError`."""
+
+    def find_jobs(self, match: Match, limit: int | None = None) -> list[Job]:
+        """The matching jobs in claim order (the first `limit`)."""
+
+    def lock_jobs(self, match: Match) -> list[Job]:
+        """Lock the matching jobs (in the store's id order) and return them, in any order."""
+
+    def update_jobs(self, match: Match, fields: Mapping[str, Any]) -> int:
+        """Set `fields` on the matching jobs (unfenced: the caller holds their locks)."""
+
+    def delete_jobs(self, match: Match) -> int:
+        """Delete the matching jobs and their dependency edges both ways; how many."""
+
+    def count_jobs(self, queue: str) -> dict[str, int]:
+        """Exact counts of `queue`'s jobs by status (every status, zeros included)."""
+
+    # Dependencies -------------------------------------------------------------------------
+    def dependents(self, ids: Collection[UUID]) -> set[UUID]:
+        """The jobs that wait for any of `ids`."""
+
+    def blocked(self, ids: Collection[UUID]) -> set[UUID]:
+        """Those of `ids` that wait for a job that is not Completed."""
+
+    # Batches and workflows ----------------------------------------------------------------
+    def insert_group(self, row: Group) -> None:
+        """Insert a batch or workflow row; an id that is taken raises `IntegrityError`."""
+
+    def get_group(self, model: type[Group], group_id: UUID) -> Group | None:
+        """The batch or workflow row, or None."""
+
+    def lock_group(self, model: type[Group], group_id: UUID) -> Group | None:
+        """The batch or workflow row, locked."""
+
+    def update_group(self, model: type[Group], group_id: UUID, fields: Mapping[str, Any]):
+        """Set `fields` on the batch or workflow row (the caller holds its lock)."""
+
+    def first_failure(self, batch_id: UUID, excluding: str) -> UUID | None:
+        """The batch's first failure (claim order) whose error does not start `excluding`."""
+
+    # Pauses -------------------------------------------------------------------------------
+    def pause(self, row: QueuePause) -> None:
+        """Pause the row's queue, or update who paused it, when and why."""
+
+    def resume(self, queue: str) -> None:
+        """Take the queue's pause away (none: nothing)."""
+
+    def is_paused(self, queue: str) -> bool:
+        """Whether the queue has a pause row."""
+
+    # Reaper runs --------------------------------------------------------------------------
+    def insert_reaper_run(self, row: ReaperRun) -> None:
+        """Record what a pass of the reaper did."""

@@ -1,0 +1,260 @@
+"""The SQL store: the `Store` protocol on one Django database. The claim, the writes of runs
+and the reaper's lock are the vendor's catalogue (`queues/sql/<vendor>.sql`, run on raw
+cursors); the rest is the ORM. What differs by vendor is in the module of each
+(`postgresql`, `mysql`, `sqlite`); `sql_store(using)` in this package picks it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+
+from django.db import DatabaseError, connections, transaction
+from django.db.models import F
+
+from ..counts import counts_by_queue
+from ..enums import FAILURE_STATUSES, JobStatus
+from ..models import Job, JobDependency, QueuePause, ReaperRun
+from ..sql import queries_for, statements
+from .base import ClaimParams, Group, Match
+from .rows import RowReader
+
+#: Rows per INSERT statement of a bulk insert.
+INSERT_BATCH = 500
+
+
+class SqlStore:
+    vendor = ""
+    claim_is_one_statement = False
+
+    def __init__(self, using: str) -> None:
+        self.using = using
+        self.queries = queries_for(self.vendor)
+        self.statements = {name: statements(sql) for name, sql in self.queries.items()}
+        self._reader: RowReader | None = None
+        self._uuid_converters: list | None = None
+
+    @property
+    def connection(self):
+        return connections[self.using]
+
+    @property
+    def reader(self) -> RowReader:
+        # One reader per store; connections are per thread but share a vendor.
+        if self._reader is None:
+            self._reader = RowReader(self.connection)
+        return self._reader
+
+    def cursor(self):
+        """A cursor for the catalogue's statements (with Django's error wrapping)."""
+        return self.connection.cursor()
+
+    # Parameters -------------------------------------------------------------------------
+    def dt(self, value: datetime | None):
+        return self.connection.ops.adapt_datetimefield_value(value)
+
+    def uuid(self, value: uuid.UUID | str | None):
+        if value is None:
+            return None
+        value = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+        return Job._meta.get_field("run_token").get_db_prep_value(value, self.connection)
+
+    def uuids(self, values: Sequence[uuid.UUID]):
+        """A list of ids as one parameter (`= ANY(%(ids)s)`, `IN %(ids)s`, `json_each`)."""
+        return [self.uuid(value) for value in values]
+
+    def read_uuid(self, value) -> uuid.UUID | None:
+        """An id or token column of a raw row, as the ORM would read it."""
+        if self._uuid_converters is None:
+            self._uuid_converters = Job._meta.get_field("run_token").get_db_converters(
+                self.connection
+            )
+        for convert in self._uuid_converters:
+            value = convert(value, None, self.connection)
+        return value if isinstance(value, uuid.UUID) or value is None else uuid.UUID(str(value))
+
+    # Transactions -----------------------------------------------------------------------
+    def is_retryable(self, exc: DatabaseError) -> bool:
+        """A transient lock conflict, worth running the whole transaction again for."""
+        return False
+
+    def atomic(self, fn, *, single_statement: bool = False, attempts: int = 5):
+        """Outside a caller's transaction a single statement runs in autocommit (no BEGIN
+        and COMMIT round trips); inside one, a conflict is the outer transaction's to
+        retry."""
+        for attempt in range(attempts):
+            try:
+                if single_statement and not self.connection.in_atomic_block:
+                    return fn()
+                with transaction.atomic(using=self.using):
+                    return fn()
+            except DatabaseError as exc:
+                if attempt == attempts - 1 or not self.is_retryable(exc):
+                    raise
+                if self.connection.in_atomic_block:
+                    raise
+                time.sleep(0.005 * (2**attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # The catalogue ----------------------------------------------------------------------
+    def claimable_levels(self, queue: str, now: datetime) -> list[int]:
+        with self.cursor() as cursor:
+            cursor.execute(self.queries["claimable_levels"], {"queue": queue, "now": self.dt(now)})
+            return [int(row[0]) for row in cursor.fetchall()]
+
+    def claim(self, params: ClaimParams) -> list[Job]:
+        values = {
+            "queue": params.queue,
+            "limit": params.limit,
+            "now": self.dt(params.now),
+            "lease_expires_at": self.dt(params.lease_expires_at),
+            "token": self.uuid(params.token),
+            "claimed_by": self.uuid(params.claimed_by),
+        }
+        name = "claim_batch"
+        if params.priority is not None:
+            values["priority"] = params.priority
+            name = "claim_batch_at_level"
+        with self.cursor() as cursor:
+            cursor.execute(self.queries[name], values)
+            return self.reader.read(cursor.description, cursor.fetchall())
+
+    def lock_expired_leases(self, now: datetime, queue: str | None, limit: int):
+        with self.cursor() as cursor:
+            cursor.execute(
+                self.queries["lock_expired_leases"],
+                {"now": self.dt(now), "queue": queue, "limit": limit},
+            )
+            rows = cursor.fetchall()
+        return [(self.read_uuid(job_id), self.read_uuid(token)) for job_id, token in rows]
+
+    def complete_runs(self, ids, token, now) -> dict[uuid.UUID, bool]:
+        rows = self._write_runs("complete_runs", ids, token, now)
+        return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}
+
+    def start_runs(self, ids, token, now) -> dict[uuid.UUID, tuple[bool, bool]]:
+        rows = self._write_runs("start_runs", ids, token, now)
+        return {
+            self.read_uuid(job_id): (bool(paused), bool(batch_failed))
+            for job_id, paused, batch_failed in rows
+        }
+
+    def update_runs(self, ids, token, fields: Mapping) -> int:
+        return self._runs(ids, token).update(**fields)
+
+    def release_runs(self, ids, token) -> int:
+        return self._runs(ids, token).update(
+            status=JobStatus.PENDING,
+            attempts=F("attempts") - 1,
+            started_at=None,
+            last_heartbeat_at=None,
+            lease_expires_at=None,
+            run_token=None,
+        )
+
+    def _runs(self, ids, token):
+        return self._jobs().filter(id__in=list(ids), status=JobStatus.RUNNING, run_token=token)
+
+    def _write_runs(self, name: str, ids, token, now) -> list:
+        params = {"ids": self.uuids(ids), "token": self.uuid(token), "now": self.dt(now)}
+        rows: list = []
+        with self.cursor() as cursor:
+            for sql in self.statements[name]:
+                cursor.execute(sql, params)
+                if cursor.description is not None:
+                    rows = cursor.fetchall()
+        return rows
+
+    # Jobs (the ORM) ---------------------------------------------------------------------
+    def insert_jobs(self, jobs: Sequence[Job]) -> None:
+        self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
+        edges = [
+            JobDependency(job_id=job.id, parent_id=uuid.UUID(p))
+            for job in jobs
+            for p in job.depends_on
+        ]
+        if edges:
+            self._edges().bulk_create(edges, batch_size=INSERT_BATCH)
+
+    def _jobs(self, match: Match | None = None):
+        jobs = Job.objects.using(self.using)
+        if match is None:
+            return jobs
+        lookups = {
+            "id__in": None if match.ids is None else list(match.ids),
+            "queue_name": match.queue_name,
+            "status__in": match.statuses(),
+            "run_token": match.run_token,
+            "batch_id": match.batch_id,
+            "workflow_id": match.workflow_id,
+            "dependency_status": match.dependency_status,
+            "claimed_by": match.claimed_by,
+        }
+        return jobs.filter(**{k: v for k, v in lookups.items() if v is not None})
+
+    def find_jobs(self, match: Match, limit: int | None = None) -> list[Job]:
+        jobs = self._jobs(match)
+        return list(jobs if limit is None else jobs[:limit])
+
+    def lock_jobs(self, match: Match) -> list[Job]:
+        return list(self._jobs(match).select_for_update().order_by("id"))
+
+    def update_jobs(self, match: Match, fields: Mapping) -> int:
+        return self._jobs(match).update(**fields)
+
+    def delete_jobs(self, match: Match) -> int:
+        # Django deletes the dependency edges (on_delete=CASCADE) in the same transaction.
+        _, deleted = self._jobs(match).delete()
+        return deleted.get(Job._meta.label, 0)
+
+    def count_jobs(self, queue: str) -> dict[str, int]:
+        # The trigger-kept JobCount rows: a few rows, never a scan of the jobs table.
+        return counts_by_queue(self.using, queue).get(queue) or dict.fromkeys(JobStatus.values, 0)
+
+    # Dependencies -----------------------------------------------------------------------
+    def _edges(self):
+        return JobDependency.objects.using(self.using)
+
+    def dependents(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+        return set(self._edges().filter(parent_id__in=list(ids)).values_list("job_id", flat=True))
+
+    def blocked(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+        waiting = self._edges().filter(job_id__in=list(ids))
+        unfinished = waiting.exclude(parent__status=JobStatus.COMPLETED)
+        return set(unfinished.values_list("job_id", flat=True))
+
+    # Batches and workflows --------------------------------------------------------------
+    def insert_group(self, row: Group) -> None:
+        row.save(using=self.using, force_insert=True)
+
+    def get_group(self, model: type[Group], group_id) -> Group | None:
+        return model.objects.using(self.using).filter(id=group_id).first()
+
+    def lock_group(self, model: type[Group], group_id) -> Group | None:
+        return model.objects.using(self.using).select_for_update().filter(id=group_id).first()
+
+    def update_group(self, model: type[Group], group_id, fields: Mapping) -> None:
+        model.objects.using(self.using).filter(id=group_id).update(**fields)
+
+    def first_failure(self, batch_id, excluding: str):
+        failures = self._jobs(Match(batch_id=batch_id, status=FAILURE_STATUSES))
+        first = failures.exclude(error_message__startswith=excluding)
+        return first.values_list("id", flat=True).first()
+
+    # Pauses and reaper runs -------------------------------------------------------------
+    def _pauses(self):
+        return QueuePause.objects.using(self.using)
+
+    def pause(self, row: QueuePause) -> None:
+        fields = {"paused_at": row.paused_at, "paused_by": row.paused_by, "reason": row.reason}
+        self._pauses().update_or_create(queue_name=row.queue_name, defaults=fields)
+
+    def resume(self, queue: str) -> None:
+        self._pauses().filter(queue_name=queue).delete()
+
+    def is_paused(self, queue: str) -> bool:
+        return self._pauses().filter(queue_name=queue).exists()
+
+    def insert_reaper_run(self, row: ReaperRun) -> None:
+        row.save(using=self.using)

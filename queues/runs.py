@@ -1,0 +1,216 @@
+"""What a worker writes for the runs it holds (heartbeats, start markers, outcomes), written
+once over the store: `JobQueue` inherits it. Every write is fenced by the run's token, so a
+reaped, released or operator-retried run writes nothing and is told so (None, False, LOST).
+
+The hot path is `finish_and_start_runs`: one transaction, one catalogue statement per claim
+for the plain completions and one for the start markers; the rest one fenced write each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from . import effects
+from .enums import JobStatus
+from .groups import BATCH_FAILED, batch_failed_error
+from .models import Job
+from .outcomes import JobOutcome, RecordedOutcome, check_outcome, plan_outcome
+from .validation import positive_lease
+
+#: What `start_claimed_run` did with a held job.
+STARTED, LOST, RELEASED, CANCELLED = "started", "lost", "released", "cancelled"
+
+
+class Runs:
+    """The writes of runs; the queue gives them `store`, `now()`, `rng` and `_atomic`."""
+
+    def heartbeat_job(self, job: Job, lease: timedelta) -> bool:
+        if job.run_token is None:
+            return False
+        now = self.now()
+        expires = now + positive_lease(lease)
+        fields = {"lease_expires_at": expires, "last_heartbeat_at": now}
+        if not self.store.update_runs([job.id], job.run_token, fields):
+            return False
+        job.lease_expires_at, job.last_heartbeat_at = expires, now
+        return True
+
+    def heartbeat_jobs(self, jobs: Sequence[Job], lease: timedelta) -> int:
+        """Extend the leases of many runs in one statement per claim; returns how many
+        were still this worker's."""
+        now = self.now()
+        fields = {"lease_expires_at": now + positive_lease(lease), "last_heartbeat_at": now}
+        return sum(self.store.update_runs(ids, token, fields) for token, ids in _by_claim(jobs))
+
+    def release_job_run(self, job: Job) -> bool:
+        """Hand an unstarted claimed job back: Pending, attempt taken back, start cleared."""
+        if job.run_token is None:
+            return False
+        return bool(self.store.release_runs([job.id], job.run_token))
+
+    def start_claimed_run(self, job: Job) -> str:
+        """Before a held job runs: record its actual start (fenced), and hand it back if its
+        queue was paused or fail it if its fail-fast batch failed meanwhile.
+
+        Returns STARTED, LOST (the claim is no longer this run's), RELEASED or CANCELLED.
+        """
+        return self.finish_and_start_runs([], [job])[1][0]
+
+    def finish_job_run(self, job: Job, outcome: JobOutcome) -> RecordedOutcome | None:
+        """Record the outcome of `job`'s run, if it is still Running this run."""
+        check_outcome(outcome)
+        if job.run_token is None:
+            return None
+        now = self.now()
+        return self._on_copies([job], lambda jobs: self._record(jobs[0], outcome, now))
+
+    def finish_job_runs(
+        self, finished: Sequence[tuple[Job, JobOutcome]]
+    ) -> list[RecordedOutcome | None]:
+        """Record many runs' outcomes in one transaction: what a batch worker does with the
+        jobs it finished. Plain completions (no result, batch, workflow or schedule) are
+        written with one statement per claim; the rest one by one."""
+        return self.finish_and_start_runs(finished, [])[0]
+
+    def finish_and_start_runs(
+        self, finished: Sequence[tuple[Job, JobOutcome]], starting: Sequence[Job]
+    ) -> tuple[list[RecordedOutcome | None], list[str]]:
+        """What a batch worker writes between jobs, in one transaction: the outcomes of the
+        runs it finished (as `finish_job_runs`), then the start of the held jobs it takes
+        next (as `start_claimed_run`). A job started here starts when the previous ones
+        ended, and sees their effects (a fail-fast batch failed by one of them)."""
+        for _, outcome in finished:
+            check_outcome(outcome)
+        if not finished and not starting:
+            return [], []
+        now = self.now()
+        outcomes = [outcome for _, outcome in finished]
+        count = len(finished)
+
+        def write(jobs: list[Job]):
+            recorded = self._record_many(list(zip(jobs[:count], outcomes, strict=True)), now)
+            return recorded, self._start_many(jobs[count:], now)
+
+        return self._on_copies([*(job for job, _ in finished), *starting], write)
+
+    def _start_many(self, jobs: list[Job], now: datetime) -> list[str]:
+        started: dict[UUID, tuple[bool, bool]] = {}
+        for token, ids in _by_claim(jobs):
+            started.update(self.store.start_runs(ids, token, now))
+        failed_batches = {job.batch_id for job in jobs if started.get(job.id, (0, 0))[1]}
+        errors = {
+            batch_id: batch_failed_error(self.store.first_failure(batch_id, BATCH_FAILED))
+            for batch_id in sorted(failed_batches, key=str)
+        }
+        answers = [LOST] * len(jobs)
+        for i, job in enumerate(jobs):
+            if job.id not in started:
+                continue
+            paused, batch_failed = started[job.id]
+            job.started_at = job.last_heartbeat_at = now
+            if paused:
+                answers[i] = RELEASED if self.release_job_run(job) else LOST
+            elif batch_failed:
+                recorded = self._record(job, JobOutcome.cancelled(errors[job.batch_id]), now)
+                answers[i] = CANCELLED if recorded else LOST
+            else:
+                answers[i] = STARTED
+        return answers
+
+    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
+        results: list[RecordedOutcome | None] = [None] * len(finished)
+        singles, plain = _split_finished(finished)
+        for index in singles:
+            job, outcome = finished[index]
+            if job.run_token is not None:  # else recorded already, under another index
+                results[index] = self._record(job, outcome, now)
+        parents: set[UUID] = set()
+        for token, indexes in plain.items():
+            ids = [finished[i][0].id for i in indexes]
+            written = self.store.complete_runs(ids, token, now)
+            parents.update(job_id for job_id, has_dependents in written.items() if has_dependents)
+            for i in indexes:
+                job = finished[i][0]
+                if job.id not in written:
+                    continue  # a stale run: its answer stays None
+                job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
+                job.run_token = job.lease_expires_at = None
+                results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+        # Dependents once every completion is written (a child of two of them is released
+        # at once), in the order of `finished`.
+        for i, (job, _) in enumerate(finished):
+            if job.id in parents and results[i] is not None:
+                results[i].unblocked = effects.release_dependents(self.store, job.id)
+        return results
+
+    def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
+        """The fenced write of `outcome` and its effects (inside the caller's transaction)."""
+        plan = plan_outcome(job, outcome, now, self.rng)
+        if not self.store.update_runs([job.id], job.run_token, plan.fields):
+            return None
+        return effects.record(self.store, job, plan, now)
+
+    def _on_copies[T](self, jobs: list[Job], write: Callable[[list[Job]], T]) -> T:
+        """Run `write(copies of jobs)` in one transaction; the jobs take the new values only
+        once it is done. A transaction that fails (a dropped connection, a deadlock retried)
+        must leave them as they were, or a retry would take the run for stale."""
+
+        def work():
+            # One copy per job object, however often it is listed: a job both finished and
+            # started in one call must see, when started, that its run has just ended.
+            by_object: dict[int, Job] = {}
+            copies = []
+            for job in jobs:
+                if id(job) not in by_object:
+                    by_object[id(job)] = _copy(job)
+                copies.append(by_object[id(job)])
+            return copies, write(copies)
+
+        copies, result = self._atomic(work)
+        for job, written in zip(jobs, copies, strict=True):
+            job.__dict__.update(written.__dict__)
+        return result
+
+
+def _by_claim(jobs: Sequence[Job]) -> list[tuple[UUID, list[UUID]]]:
+    """The ids of the jobs that have a run, by claim token (one statement each)."""
+    by_token: dict[UUID, list[UUID]] = {}
+    for job in jobs:
+        if job.run_token is not None:
+            by_token.setdefault(job.run_token, []).append(job.id)
+    return list(by_token.items())
+
+
+def _split_finished(
+    finished: Sequence[tuple[Job, JobOutcome]],
+) -> tuple[list[int], dict[UUID, list[int]]]:
+    """How many outcomes are recorded: the indexes recorded one by one, and the plain
+    completions (no result, batch, workflow or schedule) by claim token, written together.
+    A run without a token is in neither (its answer is None)."""
+    singles: list[int] = []
+    plain: dict[UUID, list[int]] = {}
+    for index, (job, outcome) in enumerate(finished):
+        if job.run_token is None:
+            continue
+        if (
+            outcome.kind == "completed"
+            and outcome.result is None
+            and not job.batch_id
+            and not job.workflow_id
+            and not job.cron_schedule
+        ):
+            plain.setdefault(job.run_token, []).append(index)
+        else:
+            singles.append(index)
+    return singles, plain
+
+
+def _copy(job: Job) -> Job:
+    """A copy of the job's field values. The writes set fields only, so the copy shares the
+    instance state (`_state`) and skips `copy.copy`'s pickling protocol (0.5 us a job
+    instead of 5 us, measured)."""
+    clone = object.__new__(type(job))
+    clone.__dict__.update(job.__dict__)
+    return clone

@@ -1,0 +1,94 @@
+"""Stores: the fenced writes of runs and the expired leases."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from queues import enums
+from queues.api import JobStatus
+from queues.models import Batch, QueuePause
+
+from ..conftest import unique_queue
+from .conftest import LEASE, T0, claim, insert, job, one
+
+
+def _runs(store, name: str, n: int, **fields):
+    token = uuid.uuid4()
+    insert(store, *(job(name, age=n - i, **fields) for i in range(n)))
+    return token, [j.id for j in claim(store, name, token=token)]
+
+
+def test_start_runs_marks_the_runs_still_theirs_and_tells_pause_and_failed_batch(store):
+    name = unique_queue("start")
+    batch = Batch(
+        id=uuid.uuid4(), name="b", failure_mode=enums.PartialFailureMode.FAIL_FAST, created_at=T0
+    )
+    store.insert_group(batch)
+    token, ids = _runs(store, name, 2, batch_id=batch.id)
+    later = T0 + timedelta(seconds=5)
+    started = store.atomic(lambda: store.start_runs([*ids, uuid.uuid4()], token, later))
+    assert started == dict.fromkeys(ids, (False, False))
+    assert (one(store, ids[0]).started_at, one(store, ids[0]).last_heartbeat_at) == (later, later)
+    assert store.atomic(lambda: store.start_runs(ids, uuid.uuid4(), later)) == {}
+    store.pause(QueuePause(queue_name=name, paused_at=T0))
+    store.update_group(Batch, batch.id, {"status": enums.BatchStatus.FAILED})
+    assert store.atomic(lambda: store.start_runs(ids[:1], token, later)) == {ids[0]: (True, True)}
+
+
+def test_complete_runs_completes_the_runs_still_theirs(store):
+    name = unique_queue("complete")
+    token, (a, b) = _runs(store, name, 2)
+    insert(store, job(name, depends_on=[str(b)], dependency_status=enums.DependencyStatus.WAITING))
+    other_token, (c,) = _runs(store, unique_queue("complete_other"), 1)
+    done = T0 + timedelta(seconds=3)
+    assert store.atomic(lambda: store.complete_runs([a, b, c], token, done)) == {a: False, b: True}
+    completed = one(store, a)
+    assert (completed.status, completed.completed_at, completed.result) == ("Completed", done, None)
+    assert (completed.run_token, completed.lease_expires_at) == (None, None)
+    assert one(store, c).status == JobStatus.RUNNING, "another claim's run was completed"
+    assert store.atomic(lambda: store.complete_runs([a], token, done)) == {}
+
+
+def test_update_runs_is_the_fenced_write(store):
+    name = unique_queue("update_runs")
+    token, (a, b) = _runs(store, name, 2)
+    fields = {"lease_expires_at": T0 + LEASE * 2, "last_heartbeat_at": T0 + LEASE}
+    assert store.update_runs([a, a, b], token, fields) == 2, "a run listed twice counts once"
+    assert one(store, b).lease_expires_at == T0 + LEASE * 2
+    assert store.update_runs([a], uuid.uuid4(), {"error_message": "stale"}) == 0
+    store.complete_runs([a], token, T0)
+    assert store.update_runs([a], token, {"error_message": "late"}) == 0
+    assert one(store, a).error_message is None
+
+
+def test_release_runs_hands_runs_back(store):
+    name = unique_queue("release")
+    token, (a,) = _runs(store, name, 1)
+    assert store.release_runs([a], uuid.uuid4()) == 0
+    assert store.release_runs([a], token) == 1
+    released = one(store, a)
+    assert (released.status, released.attempts, released.run_token) == ("Pending", 0, None)
+    assert (released.started_at, released.last_heartbeat_at, released.lease_expires_at) == (
+        None,
+        None,
+        None,
+    )
+    assert store.release_runs([a], token) == 0
+
+
+def test_expired_leases_are_locked_earliest_first(store):
+    name = unique_queue("expired")
+    token, ids = _runs(store, name, 3)
+    for i, job_id in enumerate(ids):
+        store.update_runs([job_id], token, {"lease_expires_at": T0 + timedelta(seconds=10 * i)})
+    other_token, (other,) = _runs(store, unique_queue("expired_other"), 1)
+    store.update_runs([other], other_token, {"lease_expires_at": T0 + timedelta(seconds=15)})
+    now = T0 + timedelta(seconds=20)  # the third lease expires at now: not yet expired
+
+    def lock(queue=name, limit=10):
+        return store.atomic(lambda: store.lock_expired_leases(now, queue, limit))
+
+    assert lock() == [(ids[0], token), (ids[1], token)]
+    assert lock(limit=1) == [(ids[0], token)]
+    assert lock(queue=None) == [(ids[0], token), (ids[1], token), (other, other_token)]
