@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
 
-from django.db import DatabaseError, OperationalError, connections, transaction
-from django.db.backends.utils import CursorWrapper
+from django.db import DatabaseError, OperationalError, connections
 
 from ..enums import JobStatus
 from ..exceptions import UnsupportedDatabase
 from ..models import Job
 from ..sql import queries_for, statements
+from . import session
 from .rows import RowReader
 
 # Transient lock conflicts worth retrying the whole transaction for.
@@ -88,7 +88,7 @@ class Dialect:
             try:
                 if single_statement and not self.connection.in_atomic_block:
                     return fn()
-                with transaction.atomic(using=self.using):
+                with session.atomic(self.connection):
                     return fn()
             except DatabaseError as exc:
                 if attempt == attempts - 1 or not self.is_retryable(exc):
@@ -178,17 +178,9 @@ class PostgresDialect(Dialect):
     claim_is_one_statement = True
 
     def cursor(self):
-        # Django's cursors bind parameters client-side, so every execution is parsed and
-        # planned anew. The catalogue's statements are few and run thousands of times a
-        # second, so they get a server-binding cursor: with the connection's
-        # `prepare_threshold` set (OPTIONS; Django leaves it off for the sake of
-        # transaction-mode poolers) psycopg prepares each after a few runs. Wrapped in
-        # Django's CursorWrapper: the same error translation and broken-transaction checks.
-        import psycopg
-
-        connection = self.connection
-        connection.ensure_connection()
-        return CursorWrapper(psycopg.Cursor(connection.connection), connection)
+        # Server-binding and prepared: Django's cursors bind client-side, so each run would
+        # be parsed and planned anew (see session.py).
+        return session.server_cursor(self.connection)
 
     def is_retryable(self, exc: DatabaseError) -> bool:
         cause = exc.__cause__
