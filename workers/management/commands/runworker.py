@@ -25,7 +25,7 @@ from queues.validation import validate_queue_name
 
 from ...process import ProcessSettings, WorkerProcessRuntime
 from ...registry import autodiscover, handler_for
-from ...supervisor import Supervisor, watch_supervisor
+from ...supervisor import CannotStart, Supervisor, report_started, watch_supervisor
 
 logger = logging.getLogger("workers")
 
@@ -117,7 +117,11 @@ class Command(BaseCommand):
             supervisor = Supervisor(
                 self._child_args(options), options["processes"], options["burst"]
             )
-            sys.exit(supervisor.run(stop, force))
+            try:
+                code = supervisor.run(stop, force)
+            except CannotStart as exc:
+                raise CommandError(str(exc)) from exc
+            sys.exit(code)
         for module in options["include"]:
             try:
                 importlib.import_module(module)
@@ -130,6 +134,7 @@ class Command(BaseCommand):
                 logger.warning("no handler is registered for queue %s: only django.tasks "
                                "tasks will succeed there", name)
         runtime = WorkerProcessRuntime(self._settings(options))
+        report_started()
         summary = runtime.run(stop, force)
         if options["verbosity"] >= 1:
             self.stdout.write(f"runworker: {summary}")
