@@ -28,6 +28,7 @@ from ...registry import autodiscover, handler_for
 from ...supervisor import CannotStart, Supervisor, report_started, watch_supervisor
 
 logger = logging.getLogger("workers")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def positive_int(text: str) -> int:
@@ -205,6 +206,13 @@ class Command(BaseCommand):
     def _configure_logging(self, verbosity: int) -> None:
         level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
         logging.getLogger("workers").setLevel(level)
+        for name in ("workers", "queues"):
+            named = logging.getLogger(name)
+            if not named.hasHandlers():
+                # A project that configures no logging for us still sees the progress.
+                handler = logging.StreamHandler()
+                handler.setFormatter(logging.Formatter(LOG_FORMAT))
+                named.addHandler(handler)
         if verbosity >= 3:
             logging.getLogger("queues").setLevel(logging.DEBUG)
         if settings.DEBUG:
