@@ -71,15 +71,19 @@ def check_dashboard(app_configs=None, **kwargs):
 
 @checks.register()
 def check_databases(app_configs=None, **kwargs):
-    """The databases that can hold Hammerweb's tables, for what the engine cannot set up
-    itself (see engine/session.py)."""
+    return database_errors(connections)
+
+
+def database_errors(handler) -> list:
+    """The databases of `handler` that can hold Hammerweb's tables, for what the engine
+    cannot set up itself (see engine/session.py)."""
     from .models import Job
 
     errors = []
-    for alias in connections:
+    for alias in handler:
         if not router.allow_migrate_model(alias, Job):
             continue
-        connection = connections[alias]
+        connection = handler[alias]
         if connection.vendor == "sqlite" and _in_memory(connection):
             errors.append(
                 checks.Error(
