@@ -218,7 +218,7 @@ class Command(BaseCommand):
         if settings.DEBUG:
             logger.warning(
                 "DEBUG is on: Django records every query each worker thread runs, which "
-                "slows the worker; run it with DEBUG off in production (DJANGO_DEBUG=0)"
+                "slows the worker; run it with DEBUG = False in production"
             )
 
 
