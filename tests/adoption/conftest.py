@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -281,9 +280,3 @@ def wait_until(predicate, timeout: float, message: str) -> None:
     while not predicate():
         assert time.monotonic() < deadline, message
         time.sleep(0.1)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

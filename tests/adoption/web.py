@@ -8,12 +8,13 @@ import http.cookiejar
 import os
 import re
 import socket
-import time
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 
-from .conftest import PASSWORD, free_port
+from tests.conftest import free_port, wait_for_server
+
+from .conftest import PASSWORD
 
 #: Every attribute of the pages that holds a URL.
 URL_ATTRIBUTES = re.compile(r'\b(href|src|action|hx-get|hx-post|ws-connect)="([^"]*)"')
@@ -26,15 +27,7 @@ def serving(project, log, *args):
     port = free_port()
     server = project.start("runserver", f"127.0.0.1:{port}", "--noreload", *args, log=log)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+        wait_for_server(server, port, log, 60)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
