@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	scripts/system-deps
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -35,10 +35,12 @@ lint: $(STAMP)
 	$(PY) manage.py makemigrations --check --dry-run
 
 # HAMMERWEB_DEMO=1 installs the demo app (sample handlers, `manage.py demo`); the worker that
-# `manage.py demo` starts inherits it.
+# `manage.py demo` starts inherits it. The demo brings its own secret key (the project has no
+# built-in one) and debug mode (runserver then serves the static files).
+DEMO_ENV := HAMMERWEB_DEMO=1 DJANGO_DEBUG=1 DJANGO_SECRET_KEY=$${DJANGO_SECRET_KEY:-demo-only-insecure-key}
 demo: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	HAMMERWEB_DEMO=1 $(PY) manage.py demo
+	$(DEMO_ENV) $(PY) manage.py demo
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3*

@@ -2,7 +2,8 @@
 
 `manage.py runserver` serves this with daphne (listed in INSTALLED_APPS); in production run
 `daphne hammerweb.asgi:application`. Under WSGI (hammerweb.wsgi) there is no WebSocket and the
-dashboard keeps polling every 2 s.
+dashboard keeps polling every 2 s. A project of its own needs the same lines (README, "Add
+Hammerweb to your project").
 """
 
 from __future__ import annotations
@@ -18,22 +19,14 @@ http_application = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.urls import path  # noqa: E402
 
-from queues.live.consumer import DashboardConsumer  # noqa: E402
+import queues.routing  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": http_application,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(
-                URLRouter(
-                    [
-                        path("ws/dashboard/", DashboardConsumer.as_asgi()),
-                        path("ws/dashboard/<slug:page>/", DashboardConsumer.as_asgi()),
-                    ]
-                )
-            )
+            AuthMiddlewareStack(URLRouter(queues.routing.websocket_urlpatterns))
         ),
     }
 )

@@ -1,9 +1,19 @@
-"""Settings for the Hammerweb project.
+"""Settings for the Hammerweb project: the dashboard, the demo and the benchmarks around the
+`queues` and `workers` apps. Everything that differs between machines comes from the
+environment (docs/deploying.md has a production set-up that `check --deploy` passes):
 
-The database comes from ``DATABASE_URL`` (PostgreSQL, MySQL/MariaDB or SQLite); without it,
-a SQLite file under ``var/``. ``HAMMERWEB_DB_SUFFIX`` gives the test database a distinct name
-so that several test runs can share one server. ``HAMMERWEB_DEMO=1`` (set by ``make demo``)
-installs the ``demo`` app: its sample handlers and ``manage.py demo``.
+- `DATABASE_URL`: PostgreSQL, MySQL/MariaDB or SQLite; without it, a SQLite file in `var/`.
+- `DJANGO_SECRET_KEY`: required wherever something is signed (logins, the dashboard); there
+  is no built-in one (`make demo` and the tests set their own).
+- `DJANGO_DEBUG=1`: debug mode, off unless asked for (`make demo` asks).
+- `DJANGO_ALLOWED_HOSTS`: comma-separated, default the loopback names.
+- `DJANGO_HTTPS=1`: served behind TLS (a load balancer that sets X-Forwarded-Proto): secure
+  cookies, HSTS (`DJANGO_HSTS_SECONDS`, default a year) and a redirect of plain HTTP.
+- `HAMMERWEB_PG_PREPARE=off`: `HAMMERWEB["PG_PREPARE"] = False` (behind PgBouncer < 1.21).
+- `HAMMERWEB_DEMO=1` installs the `demo` app (sample handlers, `manage.py demo`);
+  `HAMMERWEB_MEASURE=1` the measurement commands (`hammerweb.measure`).
+
+The tests run on `tests/settings.py`, which starts from these.
 """
 
 from __future__ import annotations
@@ -17,19 +27,27 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
-DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") == "1"
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+DEBUG = _flag("DJANGO_DEBUG")
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
 
-# The demo app's handlers (demo/jobs.py) register in every process that installs it, so it
-# is installed only where asked for: `make demo` sets HAMMERWEB_DEMO=1.
-_demo = os.environ.get("HAMMERWEB_DEMO") == "1"
+# Apps installed only where asked for: the demo's handlers (demo/jobs.py) would register in
+# every worker, and the measurement commands fill and time the database.
+_optional_apps = [
+    *(["demo"] if _flag("HAMMERWEB_DEMO") else []),
+    *(["hammerweb.measure"] if _flag("HAMMERWEB_MEASURE") else []),
+]
 
 INSTALLED_APPS = [
-    # Listed first so that its `runworker` wins over any other app's (see workers.apps).
+    # Above channels (if it is ever added), whose `runworker` would win otherwise.
     "workers",
     "queues",
-    *(["demo"] if _demo else []),
+    *_optional_apps,
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
@@ -71,7 +89,6 @@ TEMPLATES = [
     },
 ]
 
-_suffix = os.environ.get("HAMMERWEB_DB_SUFFIX", "")
 _url = os.environ.get("DATABASE_URL", "").strip()
 if _url:
     _db = dj_database_url.parse(_url, conn_max_age=60, conn_health_checks=True)
@@ -79,43 +96,21 @@ else:
     _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "hammerweb.sqlite3")}
 
 if _db["ENGINE"].endswith("sqlite3"):
-    # WAL lets readers (the dashboard) run beside the one writer; IMMEDIATE takes the write
-    # lock at BEGIN, so a read-then-write transaction never fails to upgrade its lock; the
-    # timeout makes writers wait for each other instead of failing at once.
+    # WAL lets readers (the dashboard) run beside the one writer; the timeout makes writers
+    # wait for each other instead of failing at once. (The engine begins its own
+    # transactions IMMEDIATE whatever transaction_mode says: queues/engine/session.py.)
     _db.setdefault("OPTIONS", {}).update(
-        {
-            "transaction_mode": "IMMEDIATE",
-            "timeout": 30,
-            "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL",
-        }
+        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL"}
     )
     _db["CONN_MAX_AGE"] = 0
-    # A file, never the in-memory default: threads and processes must share it.
-    _db["TEST"] = {"NAME": str(VAR_DIR / f"test_hammerweb{_suffix}.sqlite3")}
 elif _db["ENGINE"].endswith("mysql"):
-    _db.setdefault("OPTIONS", {}).update(
-        {"charset": "utf8mb4", "isolation_level": "read committed"}
-    )
-    _db["TEST"] = {
-        "NAME": f"test_{_db['NAME']}{_suffix}",
-        "CHARSET": "utf8mb4",
-        "COLLATION": "utf8mb4_unicode_ci",
-    }
-else:
-    # The engine's claim and completion statements run on server-binding cursors
-    # (queues.engine.postgresql); with a threshold psycopg prepares each after that many runs,
-    # so PostgreSQL plans them once per connection. Django's own (client-binding) cursors
-    # never prepare. Behind a transaction-mode pooler without prepared-statement support
-    # (PgBouncer < 1.21, or max_prepared_statements = 0) set HAMMERWEB_PG_PREPARE=off.
-    if os.environ.get("HAMMERWEB_PG_PREPARE", "on") != "off":
-        _db.setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
-    _db["TEST"] = {"NAME": f"test_{_db['NAME']}{_suffix}"}
-
-if os.environ.get("HAMMERWEB_USE_TEST_DB") == "1":
-    # A worker started by the tests (in a subprocess) works on the test database.
-    _db["NAME"] = _db["TEST"]["NAME"]
+    # Django's MySQL backend is READ COMMITTED unless told otherwise, as the engine needs.
+    _db.setdefault("OPTIONS", {}).update({"charset": "utf8mb4"})
+    _db.setdefault("TEST", {}).update({"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"})
 
 DATABASES = {"default": _db}
+
+HAMMERWEB = {"PG_PREPARE": os.environ.get("HAMMERWEB_PG_PREPARE", "on") != "off"}
 
 # django.tasks: `@task` functions become jobs that `manage.py runworker` runs.
 TASKS = {
@@ -145,6 +140,15 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 
+# Behind TLS, terminated by a load balancer that says so in X-Forwarded-Proto (set it
+# there; a client-sent one must be overwritten).
+if _flag("DJANGO_HTTPS"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = True
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -155,7 +159,3 @@ LOGGING = {
         "workers": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }
-
-# PortableIndex (queues.models) keeps a partial index's columns on MySQL/MariaDB, which have
-# no partial indexes, so Django's warning that the condition is dropped is expected there.
-SILENCED_SYSTEM_CHECKS = ["models.W037"]

@@ -85,10 +85,15 @@ class HammerwebBackend(BaseTaskBackend):
 
     def __init__(self, alias, params):
         super().__init__(alias, params)
+        # Checked by `check()` (at start), not here: Django builds the backend when a module
+        # with `@task` functions is imported, and an error there would hide the others.
         self.using = self.options.get("DATABASE", "default")
-        self.max_attempts = int(self.options.get("MAX_ATTEMPTS", 1))
-        if self.max_attempts < 1:
-            raise ValueError("MAX_ATTEMPTS must be at least 1")
+        self.max_attempts = self.options.get("MAX_ATTEMPTS", 1)
+
+    def check(self, **kwargs):
+        from .checks import check_tasks_backend
+
+        return [*super().check(**kwargs), *check_tasks_backend(self)]
 
     def enqueue(self, task: Task, args, kwargs) -> TaskResult:
         from .models import Job

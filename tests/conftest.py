@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
+import time
 import uuid
 
 import pytest
@@ -20,3 +22,23 @@ def unique_queue(prefix: str) -> str:
 @pytest.fixture
 def vendor() -> str:
     return connection.vendor
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_server(server, port: int, log, timeout: float) -> None:
+    """Until the server process `server` accepts connections on `port` (its output in
+    `log` if it dies or takes longer than `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert server.poll() is None, log.read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)

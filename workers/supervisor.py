@@ -5,6 +5,13 @@ are passed on to the children as SIGTERM (their first SIGTERM drains, the second
 Each child is started with an id of its own (its `WorkerProcess` id, stamped on its claims);
 when a child ends, `on_exit` is told its id, pid and exit status, so that the jobs it held
 are handed back at once (see lifeline.py).
+
+A child runs as its parent would: the same interpreter, settings module, `sys.path` and
+working directory (`child_command`, `child_environment`). It reports through a pipe once it
+has started (`report_started`); one that exits before that cannot start (a broken settings
+module, a missing handler module) and would fail the same way again, so the supervisor
+stops the others and gives up with that child's error (`CannotStart`) instead of restarting
+it for ever. Children's stderr passes through the supervisor, which keeps its last lines.
 """
 
 from __future__ import annotations
@@ -17,12 +24,12 @@ import sys
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 
 logger = logging.getLogger("workers")
-#: The least time between two starts of the same child, so that a child that cannot
-#: start (a broken settings module, say) is not restarted in a tight loop.
+#: The least time between two starts of the same child, so that a child that dies soon
+#: after it started is not restarted in a tight loop.
 RESTART_DELAY = 1.0
 #: Tells a child its supervisor's pid, so that it drains and exits if the supervisor dies.
 SUPERVISOR_ENV = "HAMMERWEB_SUPERVISOR_PID"
@@ -34,6 +41,50 @@ def assigned_process_id() -> uuid.UUID:
     """In a child: the id its supervisor gave it; otherwise a new one."""
     given = os.environ.get(PROCESS_ID_ENV)
     return uuid.UUID(given) if given else uuid.uuid4()
+#: The file descriptor a child writes to once it has started.
+STARTED_FD_ENV = "HAMMERWEB_STARTED_FD"
+#: How many of a child's last stderr lines are kept for the error of a child that cannot start.
+ERROR_LINES = 30
+
+
+class CannotStart(Exception):
+    """A child worker process exited before it started; the message is its error."""
+
+
+def report_started() -> None:
+    """In a child: tell the supervisor that this process has started (it has its settings,
+    apps, handlers and database alias). Does nothing outside a supervisor."""
+    fd = os.environ.pop(STARTED_FD_ENV, None)
+    if fd is not None:
+        os.write(int(fd), b"1")
+        os.close(int(fd))
+
+
+def child_command(child_args: list[str]) -> list[str]:
+    """The parent's interpreter running `django runworker`. `-P`: sys.path comes from
+    PYTHONPATH alone (child_environment), without the working directory put in front."""
+    return [sys.executable, "-P", "-m", "django", "runworker", *child_args]
+
+
+def child_environment(extra: dict[str, str]) -> dict[str, str]:
+    """The parent's environment, with its settings module (however it was given: the
+    environment, `--settings`) and its sys.path (`--pythonpath`, the project's folder that
+    `manage.py` put first)."""
+    from django.conf import settings
+
+    module = settings.SETTINGS_MODULE
+    if not module:
+        raise CannotStart(
+            "runworker --processes needs a settings module: settings configured in code "
+            "(settings.configure()) cannot be passed on to child processes"
+        )
+    path = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": module,
+        "PYTHONPATH": os.pathsep.join(path),
+        **extra,
+    }
 
 
 def watch_supervisor(stop: threading.Event) -> None:
@@ -52,6 +103,45 @@ def watch_supervisor(stop: threading.Event) -> None:
     threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
 
 
+class ChildProcess(subprocess.Popen):
+    """A child worker process, with the pipe it reports its start on and the last lines of
+    its stderr (which is passed on to the supervisor's as it comes)."""
+
+    def __init__(self, command: list[str], started_fd: int, **kwargs) -> None:
+        super().__init__(command, stderr=subprocess.PIPE, **kwargs)
+        self.started_fd: int | None = started_fd
+        self.has_started = False
+        self.tail: deque[str] = deque(maxlen=ERROR_LINES)
+        self.relay = threading.Thread(target=self._relay, name="stderr-relay", daemon=True)
+        self.relay.start()
+
+    def _relay(self) -> None:
+        for raw in self.stderr:
+            line = raw.decode(errors="replace")
+            self.tail.append(line)
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    def started(self) -> bool:
+        """Whether it reported its start (once it has exited, the pipe tells for sure)."""
+        if self.started_fd is not None and not self.has_started:
+            os.set_blocking(self.started_fd, False)
+            try:
+                self.has_started = os.read(self.started_fd, 1) == b"1"
+            except BlockingIOError:
+                return False  # still starting
+            if self.has_started or self.poll() is not None:
+                os.close(self.started_fd)
+                self.started_fd = None
+        return self.has_started
+
+    def error(self) -> str:
+        """The last line it wrote to stderr (a traceback ends with the exception)."""
+        self.relay.join(5)
+        lines = [line.strip() for line in self.tail if line.strip()]
+        return lines[-1] if lines else "no error output"
+
+
 class Supervisor:
     def __init__(
         self,
@@ -60,19 +150,31 @@ class Supervisor:
         burst: bool,
         on_exit: Callable[[uuid.UUID, int, int], None] | None = None,
     ) -> None:
-        self.command = [sys.executable, "-m", "django", "runworker", *child_args]
+        self.command = child_command(child_args)
         self.processes = processes
         self.burst = burst
-        self.cwd = Path(__file__).resolve().parent.parent
         self.on_exit = on_exit
         self.process_ids: dict[int, uuid.UUID] = {}
 
-    def _spawn(self, index: int) -> subprocess.Popen:
-        # A process group of its own: a Ctrl-C in the terminal reaches the supervisor
-        # only, which passes it on once (a second one would force the child).
+    def _spawn(self, index: int) -> ChildProcess:
         self.process_ids[index] = process_id = uuid.uuid4()
-        env = {**os.environ, SUPERVISOR_ENV: str(os.getpid()), PROCESS_ID_ENV: str(process_id)}
-        child = subprocess.Popen(self.command, cwd=self.cwd, env=env, process_group=0)
+        read_fd, write_fd = os.pipe()
+        env = child_environment({
+            SUPERVISOR_ENV: str(os.getpid()),
+            PROCESS_ID_ENV: str(process_id),
+            STARTED_FD_ENV: str(write_fd),
+        })
+        try:
+            # A process group of its own: a Ctrl-C in the terminal reaches the supervisor
+            # only, which passes it on once (a second one would force the child).
+            child = ChildProcess(
+                self.command, read_fd, env=env, pass_fds=(write_fd,), process_group=0
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
         logger.info("started worker process %d (pid %d)", index, child.pid)
         return child
 
@@ -81,13 +183,14 @@ class Supervisor:
             self.on_exit(self.process_ids[index], child.pid, child.returncode)
 
     def run(self, stop: threading.Event, force: threading.Event) -> int:
-        children: dict[int, subprocess.Popen | None] = {}
+        children: dict[int, ChildProcess | None] = {}
         started: dict[int, float] = {}
         for index in range(self.processes):
             children[index] = self._spawn(index)
             started[index] = time.monotonic()
         signalled = 0
         failures = 0
+        cannot_start: str | None = None
         while any(child is not None for child in children.values()):
             wanted = 2 if force.is_set() else 1 if stop.is_set() else 0
             if wanted > signalled:
@@ -101,6 +204,13 @@ class Supervisor:
                     continue
                 code = child.returncode
                 self._ended(index, child)
+                if not stop.is_set() and not child.started():
+                    # It would fail the same way again: the others drain, then we give up.
+                    cannot_start = cannot_start or _start_error(index, child)
+                    logger.error("%s; stopping", cannot_start)
+                    stop.set()
+                    children[index] = None
+                    continue
                 if stop.is_set() or (self.burst and code == 0):
                     failures += code != 0
                     children[index] = None
@@ -114,4 +224,13 @@ class Supervisor:
                 children[index] = self._spawn(index)
                 started[index] = time.monotonic()
             stop.wait(0.1) if not stop.is_set() else force.wait(0.1)
+        if cannot_start:
+            raise CannotStart(cannot_start)
         return 1 if force.is_set() or failures else 0
+
+
+def _start_error(index: int, child: ChildProcess) -> str:
+    return (
+        f"worker process {index} (pid {child.pid}) could not start (exit code "
+        f"{child.returncode}): {child.error()}"
+    )

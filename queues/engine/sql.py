@@ -10,13 +10,14 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
-from django.db import DatabaseError, connections, transaction
+from django.db import DatabaseError, connections
 from django.db.models import F
 
 from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
 from ..models import Job, JobDependency, QueuePause, ReaperRun
 from ..sql import queries_for, statements
+from . import session
 from .base import ClaimParams, Group, Match
 from .rows import RowReader
 
@@ -87,7 +88,7 @@ class SqlStore:
             try:
                 if single_statement and not self.connection.in_atomic_block:
                     return fn()
-                with transaction.atomic(using=self.using):
+                with session.atomic(self.connection):
                     return fn()
             except DatabaseError as exc:
                 if attempt == attempts - 1 or not self.is_retryable(exc):

@@ -10,7 +10,8 @@ from .render import PAGES, Audience, audience_of, group_of
 
 
 class DashboardConsumer(AsyncWebsocketConsumer):
-    """`/ws/dashboard/` pushes the overview, `/ws/dashboard/<page>/` one of `render.PAGES`."""
+    """`<mount>ws/dashboard/` pushes the overview, `<mount>ws/dashboard/<page>/` one of
+    `render.PAGES` (routes in `queues.routing`)."""
 
     audience: Audience | None = None
     page = "overview"

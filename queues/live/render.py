@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from .. import stats
 
-PARTIAL = "dashboard/overview.html#overview-live"
+PARTIAL = "hammerweb/overview.html#overview-live"
 #: The permissions the overview partial checks (the pause toggle).
 AUDIENCE_PERMISSIONS = ("queues.change_queuepause",)
 
@@ -58,11 +58,11 @@ def _recurring(now: datetime) -> dict:
 
 PAGES = {
     "overview": Page(PARTIAL, AUDIENCE_PERMISSIONS, _overview),
-    "workers": Page("dashboard/workers.html#workers-live", (), _workers),
-    "reaper": Page("dashboard/reaper.html#reaper-live", (), _reaper),
+    "workers": Page("hammerweb/workers.html#workers-live", (), _workers),
+    "reaper": Page("hammerweb/reaper.html#reaper-live", (), _reaper),
     # Enable/Disable buttons for those who may change jobs.
     "recurring": Page(
-        "dashboard/recurring.html#recurring-live", ("queues.change_job",), _recurring
+        "hammerweb/recurring.html#recurring-live", ("queues.change_job",), _recurring
     ),
 }
 

@@ -9,6 +9,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from ..routing import socket_url
 from ..text import clean
 
 register = template.Library()
@@ -115,8 +116,8 @@ def sparkline(values: list[int], width: int = 120, height: int = 24):
 
 
 VISIBLE = "document.visibilityState === 'visible'"
-#: Set on <body> by static/live.js while the dashboard's WebSocket is open: the server then
-#: pushes the live regions and their polls stand down.
+#: Set on <body> by static/hammerweb/live.js while the dashboard's WebSocket is open: the
+#: server then pushes the live regions and their polls stand down.
 PUSHED = "document.body.hasAttribute('data-ws-live')"
 
 
@@ -136,6 +137,16 @@ def live(context, condition: str = ""):
         context["request"].get_full_path(),
         check,
     )
+
+
+@register.simple_tag(takes_context=True)
+def live_socket(context, page: str = "overview"):
+    """The attributes that open a page's WebSocket under its mount, or nothing where there
+    is none to open (WSGI: the page polls)."""
+    url = socket_url(context["request"], page)
+    if url is None:
+        return ""
+    return format_html(' hx-ext="ws" ws-connect="{}"', url)
 
 
 @register.filter

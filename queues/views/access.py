@@ -63,7 +63,7 @@ def notice(request, text: str, level: int = messages.SUCCESS):
     told to refresh); without JavaScript a message on the page we go back to."""
     if request.htmx:
         response = render(
-            request, "dashboard/notice.html", {"text": text, "level": messages.DEFAULT_TAGS[level]}
+            request, "hammerweb/notice.html", {"text": text, "level": messages.DEFAULT_TAGS[level]}
         )
         response["HX-Trigger"] = "refresh"
         return response

@@ -13,7 +13,7 @@ JOBS_LIMIT = 200
 
 @page(live=("groups-live",))
 def batches(request):
-    return "dashboard/batches.html", {
+    return "hammerweb/batches.html", {
         "batches": Batch.objects.all()[:LIST_LIMIT],
         "workflows": Workflow.objects.all()[:LIST_LIMIT],
     }
@@ -22,14 +22,14 @@ def batches(request):
 @page(live=("group-live",))
 def batch_detail(request, batch_id):
     batch = get_object_or_404(Batch, id=batch_id)
-    return "dashboard/group.html", _group_context(batch, "batch", Job.objects.filter(batch=batch))
+    return "hammerweb/group.html", _group_context(batch, "batch", Job.objects.filter(batch=batch))
 
 
 @page(live=("group-live",))
 def workflow_detail(request, workflow_id):
     workflow = get_object_or_404(Workflow, id=workflow_id)
     jobs = Job.objects.filter(workflow=workflow)
-    return "dashboard/group.html", _group_context(workflow, "workflow", jobs)
+    return "hammerweb/group.html", _group_context(workflow, "workflow", jobs)
 
 
 def _group_context(group, kind: str, jobs) -> dict:

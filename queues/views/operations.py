@@ -11,7 +11,7 @@ from .access import page
 @page(live=("reaper-live",))
 def reaper(request):
     now = timezone.now()
-    return "dashboard/reaper.html", {
+    return "hammerweb/reaper.html", {
         "runs": stats.reaper_runs(),
         "expired": stats.expired_leases(now),
         "now": now,
@@ -20,12 +20,12 @@ def reaper(request):
 
 @page(live=("recurring-live",))
 def recurring(request):
-    return "dashboard/recurring.html", {"jobs": stats.recurring_jobs(), "now": timezone.now()}
+    return "hammerweb/recurring.html", {"jobs": stats.recurring_jobs(), "now": timezone.now()}
 
 
 @page(live=("workers-live",))
 def workers(request):
-    return "dashboard/workers.html", {
+    return "hammerweb/workers.html", {
         "workers": stats.workers(),
         "stale_after": stats.WORKER_STALE_AFTER,
         "now": timezone.now(),

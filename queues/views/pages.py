@@ -19,7 +19,7 @@ DEPENDENCY_LIMIT = 50
 
 @page(live=("overview-live",))
 def overview(request):
-    return "dashboard/overview.html", {"overview": stats.overview(), "now": timezone.now()}
+    return "hammerweb/overview.html", {"overview": stats.overview(), "now": timezone.now()}
 
 
 @page(live=("queue-live", "queue-jobs"))
@@ -35,7 +35,7 @@ def queue_detail(request, name: str):
     flt = JobFilter.from_query(name, request.GET)
     present = {status for status, n in counts.items() if n}
     jobs = list_jobs(flt, request.GET.get("after", ""), present)
-    return "dashboard/queue.html", {
+    return "hammerweb/queue.html", {
         "name": name,
         "counts": list(counts.items()),
         "pause": pause,
@@ -62,7 +62,7 @@ def job_detail(request, job_id):
         .select_related("job")
         .only("job__id", "job__status", "job__queue_name")[:DEPENDENCY_LIMIT]
     )
-    return "dashboard/job.html", {
+    return "hammerweb/job.html", {
         "job": job,
         "parents": [edge.parent for edge in parents],
         "children": [edge.job for edge in children],

@@ -7,13 +7,13 @@ writes them over the README's instead (a path relative to the repository, or abs
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import free_port, wait_for_server
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -87,9 +87,7 @@ def asgi_server(django_db_setup, tmp_path_factory):
     """The project's ASGI application served by daphne (`manage.py runserver`, which daphne
     provides and which serves the static files) in a subprocess on the test database:
     pytest-django's live_server is WSGI-only, so it has no WebSocket. Yields the base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     log = tmp_path_factory.mktemp("asgi") / "server.log"
     env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1", "DJANGO_DEBUG": "1"}
     with log.open("wb") as out:
@@ -108,15 +106,7 @@ def asgi_server(django_db_setup, tmp_path_factory):
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 30
-        while True:  # until it accepts connections
-            assert server.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+        wait_for_server(server, port, log, 30)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()

@@ -10,7 +10,6 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from django.db import connection
 
 from queues.api import (
     DequeueOptions,

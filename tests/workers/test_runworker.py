@@ -34,7 +34,9 @@ class RunWorker:
 
     def __init__(self, tmp_path: Path, *args: str) -> None:
         self.output = tmp_path / f"runworker-{time.monotonic_ns()}.log"
-        env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1"}
+        # DEBUG on: Django's django.tasks log receivers print their lines only then.
+        env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1",
+               "DJANGO_DEBUG": "1"}
         with open(self.output, "w") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "manage.py", "runworker", *args, *FAST],

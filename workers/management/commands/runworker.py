@@ -26,9 +26,16 @@ from queues.validation import validate_queue_name
 from ...lifeline import ChildLifeline
 from ...process import ProcessSettings, WorkerProcessRuntime
 from ...registry import autodiscover, handler_for
-from ...supervisor import Supervisor, assigned_process_id, watch_supervisor
+from ...supervisor import (
+    CannotStart,
+    Supervisor,
+    assigned_process_id,
+    report_started,
+    watch_supervisor,
+)
 
 logger = logging.getLogger("workers")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: How long a supervisor that stops waits for the hand-back of its last children's jobs.
 LIFELINE_PATIENCE = 30.0
 
@@ -124,8 +131,12 @@ class Command(BaseCommand):
                 options["burst"],
                 on_exit=lifeline.child_ended,
             )
-            code = supervisor.run(stop, force)
-            lifeline.wait(LIFELINE_PATIENCE)
+            try:
+                code = supervisor.run(stop, force)
+            except CannotStart as exc:
+                raise CommandError(str(exc)) from exc
+            finally:
+                lifeline.wait(LIFELINE_PATIENCE)
             sys.exit(code)
         for module in options["include"]:
             try:
@@ -139,6 +150,7 @@ class Command(BaseCommand):
                 logger.warning("no handler is registered for queue %s: only django.tasks "
                                "tasks will succeed there", name)
         runtime = WorkerProcessRuntime(self._settings(options))
+        report_started()
         summary = runtime.run(stop, force)
         if options["verbosity"] >= 1:
             self.stdout.write(f"runworker: {summary}")
@@ -210,12 +222,19 @@ class Command(BaseCommand):
     def _configure_logging(self, verbosity: int) -> None:
         level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
         logging.getLogger("workers").setLevel(level)
+        for name in ("workers", "queues"):
+            named = logging.getLogger(name)
+            if not named.hasHandlers():
+                # A project that configures no logging for us still sees the progress.
+                handler = logging.StreamHandler()
+                handler.setFormatter(logging.Formatter(LOG_FORMAT))
+                named.addHandler(handler)
         if verbosity >= 3:
             logging.getLogger("queues").setLevel(logging.DEBUG)
         if settings.DEBUG:
             logger.warning(
                 "DEBUG is on: Django records every query each worker thread runs, which "
-                "slows the worker; run it with DEBUG off in production (DJANGO_DEBUG=0)"
+                "slows the worker; run it with DEBUG = False in production"
             )
 
 

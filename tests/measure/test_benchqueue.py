@@ -53,7 +53,7 @@ def test_benchqueue_repeats_and_reports_each_median():
 
 
 def test_medians_pick_the_middle_run_of_each_measurement():
-    from workers.benchmark.runs import Figure, medians
+    from hammerweb.measure.benchmark.runs import Figure, medians
 
     rounds = [
         [Figure("claim", "single", 10, 1.0), Figure("claim", "batch of 10", 10, 0.1)],

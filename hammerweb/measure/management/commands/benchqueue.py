@@ -10,8 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from hammerweb.measure.benchmark import runs
 from queues.api import JobQueue
-from workers.benchmark import runs
 
 WORKERS = [
     ("single-job worker", 1, 1),

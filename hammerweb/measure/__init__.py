@@ -1,0 +1,1 @@
+"""The project's measurement tools, an app of their own (see apps.py)."""

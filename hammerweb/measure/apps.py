@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class MeasureConfig(AppConfig):
+    """The measurement commands (docs/benchmarks.md): `benchqueue`, `filljobs`,
+    `measurepages` and `measureoverview`. Installed with HAMMERWEB_MEASURE=1 and by the
+    tests' settings; never part of a deployment, since they fill and time the database."""
+
+    name = "hammerweb.measure"
+    label = "measure"
+    verbose_name = "Hammerweb measurements"

@@ -1,0 +1,78 @@
+"""Hammerweb's own settings: one optional `HAMMERWEB` dict in the project's settings.
+
+    HAMMERWEB = {"PG_PREPARE": False}
+
+Every key is optional; `OPTIONS` below holds each one's default and meaning (one line per
+key, so adding a setting is adding a line), and docs/deploying.md says what each costs.
+`manage.py check` (and so `runserver`, `migrate`, `runworker`) refuses a `HAMMERWEB` that is
+not a dict, an unknown key (a typo would otherwise be ignored) or a value of the wrong type
+(queues.E001). Nothing else in Hammerweb reads the project's settings for its own options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+SETTING = "HAMMERWEB"
+
+
+@dataclass(frozen=True)
+class Option:
+    default: object
+    #: The type every value must have (a bool is not accepted for an int).
+    kind: type
+    help: str
+
+
+OPTIONS: dict[str, Option] = {
+    "PG_PREPARE": Option(
+        True,
+        bool,
+        "prepare the engine's claim and completion statements on each PostgreSQL connection; "
+        "False behind a transaction-mode pooler without prepared statements "
+        "(PgBouncer before 1.21, or max_prepared_statements = 0)",
+    ),
+    "WEBSOCKET": Option(
+        True,
+        bool,
+        "pages served over ASGI open the live-push WebSocket (routes in queues.routing); "
+        "False: they poll every 2 s, as under WSGI",
+    ),
+}
+
+
+def get(name: str):
+    """The project's value of `HAMMERWEB[name]`, or its default."""
+    option = OPTIONS[name]  # a KeyError here is a bug in Hammerweb, not in the project
+    values = getattr(settings, SETTING, None)
+    if isinstance(values, dict):
+        return values.get(name, option.default)
+    return option.default
+
+
+def problems() -> list[str]:
+    """What is wrong with the project's `HAMMERWEB`, one sentence each (none: it is fine)."""
+    values = getattr(settings, SETTING, None)
+    if values is None:
+        return []
+    if not isinstance(values, dict):
+        return [f"{SETTING} must be a dict, not {type(values).__name__}"]
+    found = []
+    for name, value in values.items():
+        option = OPTIONS.get(name)
+        if option is None:
+            known = ", ".join(sorted(OPTIONS))
+            found.append(f"{SETTING}[{name!r}] is not a Hammerweb setting (known: {known})")
+        elif not _is_kind(value, option.kind):
+            found.append(
+                f"{SETTING}[{name!r}] must be a {option.kind.__name__}, not {value!r}"
+            )
+    return found
+
+
+def _is_kind(value: object, kind: type) -> bool:
+    if kind is not bool and isinstance(value, bool):
+        return False
+    return isinstance(value, kind)
