@@ -35,6 +35,7 @@ from .outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
 from .queue import JobQueue
 from .retry import RetryStrategy
 from .runs import CANCELLED, LOST, RELEASED, STARTED
+from .unique import EnqueueResult, unique_key_for
 
 __all__ = [
     "CANCELLED",
@@ -46,6 +47,7 @@ __all__ = [
     "CronSchedule",
     "DependencyStatus",
     "DequeueOptions",
+    "EnqueueResult",
     "EngineError",
     "FailurePolicy",
     "InvalidBatch",
@@ -75,4 +77,5 @@ __all__ = [
     "TestQueue",
     "UnsupportedDatabase",
     "WorkflowStatus",
+    "unique_key_for",
 ]

@@ -1,0 +1,73 @@
+"""Unique keys under real concurrency: threads with a connection each, released at once by a
+barrier, enqueue the same keys; the database's unique index lets exactly one job in."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from queues.api import Job, JobOutcome, JobQueue
+from queues.models import Job as JobRow
+
+from .conftest import unique_queue
+from .test_concurrency import in_threads
+
+pytestmark = pytest.mark.django_db(transaction=True)
+THREADS = 8
+
+
+def _enqueue_from_threads(name: str, keys: list[str], rounds: int = 1) -> list:
+    """Each thread enqueues one job per key (in an order of its own); all their answers."""
+    answers: list = []
+    lock = threading.Lock()
+
+    def enqueue(seed: int) -> None:
+        order = keys[:]
+        random.Random(seed).shuffle(order)
+        queue = JobQueue()
+        results = queue.enqueue_many_unique(
+            [Job(queue_name=name, payload={"key": k}, unique_key=k) for k in order]
+        )
+        with lock:
+            answers.extend(zip(order, results, strict=True))
+
+    in_threads([lambda seed=seed: enqueue(seed) for seed in range(THREADS)])
+    return answers
+
+
+def test_eight_threads_enqueueing_one_key_make_one_row():
+    for _ in range(5):
+        name = unique_queue("race_unique")
+        answers = _enqueue_from_threads(name, ["invoice:42"])
+        created = [result for _, result in answers if result.created]
+        assert len(created) == 1, answers
+        assert {result.id for _, result in answers} == {created[0].id}
+        assert JobRow.objects.filter(queue_name=name).count() == 1
+
+
+def test_eight_threads_replacing_a_finished_holder_make_one_row():
+    for _ in range(3):
+        name = unique_queue("race_unique_stale")
+        queue = JobQueue()
+        old = queue.enqueue(Job(queue_name=name, unique_key="k"))
+        queue.finish_job_run(queue.dequeue_one(name), JobOutcome.completed())
+        answers = _enqueue_from_threads(name, ["k"])
+        created = [result for _, result in answers if result.created]
+        assert len(created) == 1, answers
+        assert {result.id for _, result in answers} == {created[0].id} and old != created[0].id
+        assert JobRow.objects.filter(queue_name=name).count() == 2
+        assert JobRow.objects.filter(queue_name=name, unique_slot__isnull=False).count() == 1
+
+
+def test_threads_enqueueing_many_keys_in_their_own_orders_make_one_row_per_key():
+    name = unique_queue("race_unique_many")
+    keys = [f"user:{i}" for i in range(12)]
+    answers = _enqueue_from_threads(name, keys)
+    assert len(answers) == THREADS * len(keys)
+    for key in keys:
+        mine = [result for k, result in answers if k == key]
+        assert sum(result.created for result in mine) == 1, key
+        assert len({result.id for result in mine}) == 1, key
+    assert JobRow.objects.filter(queue_name=name).count() == len(keys)
