@@ -11,6 +11,7 @@ class QueuesConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
+        from . import checks  # noqa: F401 (registers the settings' checks)
         from .counts import clear_after_flush
 
         post_migrate.connect(clear_after_flush, sender=self)

@@ -77,9 +77,10 @@ class Enqueues:
             # Validation ran before: what the store refuses now is an id it already has.
             raise error(f"{what} with the same id already exists") from exc
 
-    def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
+    def _prepare(self, jobs: Sequence[Job], now: datetime, declared: bool = False) -> None:
+        """Check new jobs; `declared` ones are a sync's rows of declared schedules."""
         prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
-        unique.prepare(jobs)
+        unique.prepare(jobs, declared)
 
     def _insert(self, jobs: list[Job], now: datetime) -> dict[UUID, UUID]:
         """Insert the jobs that hold their keys; the others' ids -> their holders' ids."""
@@ -118,4 +119,3 @@ class Enqueues:
             if job.batch_id or job.workflow_id
         ]
         effects.apply_tallies(self.store, changes, now)
-

@@ -13,13 +13,14 @@ import random
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from uuid import UUID
 
 from django.db import IntegrityError
 
-from . import effects, transitions, unique
+from . import effects, schedule_sync, transitions, unique
 from .clock import SYSTEM_CLOCK
 from .engine import ClaimParams, Match, Store, sql_store
 from .engine.base import age_key, claim_key
@@ -31,6 +32,8 @@ from .models import Batch, Job, QueuePause
 from .options import DequeueOptions
 from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
 from .runs import Runs
+from .schedule_sync import ScheduleSync
+from .schedules import Schedule, declared
 from .text import storable_label, storable_or_none
 from .validation import check_retry_time, parse_job_id, validate_queue_name
 
@@ -284,6 +287,13 @@ class JobQueue(Enqueues, Runs):
             effects.apply_tallies(self.store, [change], now)
 
         self._atomic(work)
+
+    # Declared schedules -----------------------------------------------------------------
+    def sync_schedules(self, schedules: Iterable[Schedule] | None = None) -> ScheduleSync:
+        """Bring the rows of declared schedules in line with `schedules` (default: those of
+        `HAMMERWEB["SCHEDULES"]`): created, updated in place, the removed ones disabled."""
+        found = declared() if schedules is None else list(schedules)
+        return schedule_sync.sync(self, found)
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:

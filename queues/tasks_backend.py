@@ -22,10 +22,8 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils.module_loading import import_string
 
-from .enums import JobPriority, JobStatus
-
-#: The payload key that marks a job as a django.tasks task.
-TASK_KEY = "django_task"
+from .enums import JobStatus
+from .task_jobs import TASK_KEY, job_priority, task_payload
 
 _STATUS = {
     JobStatus.PENDING: TaskResultStatus.READY,
@@ -42,20 +40,6 @@ _STATUS = {
 class TaskRunError(Exception):
     """The class given for a failure that was not an exception of the task itself (lease
     expired, timed out, its fail-fast batch failed)."""
-
-
-def job_priority(priority: int) -> JobPriority:
-    """Django's -100..100 onto the five levels: 0 is Normal, +-21..60 High/Low, beyond that
-    Critical/Background."""
-    if priority < -60:
-        return JobPriority.BACKGROUND
-    if priority < -20:
-        return JobPriority.LOW
-    if priority <= 20:
-        return JobPriority.NORMAL
-    if priority <= 60:
-        return JobPriority.HIGH
-    return JobPriority.CRITICAL
 
 
 def is_task_job(job) -> bool:
@@ -109,21 +93,10 @@ class HammerwebBackend(BaseTaskBackend):
             errors=[],
             worker_ids=[],
         )
-        payload = {
-            TASK_KEY: {
-                "path": task.module_path,
-                "backend": self.alias,
-                "priority": task.priority,
-                "takes_context": task.takes_context,
-                "run_after": task.run_after.isoformat() if task.run_after else None,
-            },
-            "args": result.args,
-            "kwargs": result.kwargs,
-        }
         job = Job(
             id=uuid.UUID(result.id),
             queue_name=task.queue_name,
-            payload=payload,
+            payload=task_payload(task, result.args, result.kwargs),
             priority=job_priority(task.priority),
             max_attempts=self.max_attempts,
         )

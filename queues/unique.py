@@ -79,10 +79,16 @@ def holds(job: Job, now: datetime) -> bool:
     return period is not None and now < job.created_at + period
 
 
-def prepare(jobs: Sequence[Job]) -> None:
+def prepare(jobs: Sequence[Job], declared: bool = False) -> None:
     """Check and normalise the unique keys of new jobs (already validated otherwise), and
-    give each keyed job its slot. A job names a schedule only through a sync."""
+    give each keyed job its slot. A job names a schedule only through a sync (`declared`):
+    then it holds its name, for as long as its row exists."""
     for job in jobs:
+        if declared:
+            job.unique_key = None
+            job.unique_scope = {"statuses": [s.value for s in EVERY_STATUS]}
+            job.unique_slot = schedule_slot(job.schedule_name)
+            continue
         if job.schedule_name is not None:
             raise InvalidJob("schedule_name is given by a sync of HAMMERWEB['SCHEDULES']")
         job.unique_slot = None
@@ -117,11 +123,6 @@ def _iterable(value) -> list:
         return list(value)
     except TypeError:
         raise InvalidJob("unique_statuses must be a list of job statuses") from None
-
-
-def schedule_scope() -> dict:
-    """A declared schedule's row holds its name for as long as it exists."""
-    return {"statuses": [s.value for s in EVERY_STATUS]}
 
 
 # Taking keys ---------------------------------------------------------------------------------
@@ -203,4 +204,3 @@ def period_end(job: Job) -> datetime | None:
     """Until when the job's period holds its key (None: no period)."""
     period = job.unique_period
     return job.created_at + period if isinstance(period, timedelta) else None
-
