@@ -88,7 +88,12 @@ class Enqueues:
             self._insert_rows(jobs, now)
             return {}
         for race in range(unique.MAX_RACES + 1):
-            fresh, duplicates = unique.take_slots(self.store, jobs, now, locking=race > 0)
+            # A look again after a lost race reads as the first did: under READ COMMITTED it
+            # sees the winner without a lock (on MariaDB the failed insert holds a shared
+            # lock on the key, and a locking read beside another loser's would deadlock).
+            # Only if it still does not (an older snapshot) does it read with a lock.
+            locking = race >= 2
+            fresh, duplicates = unique.take_slots(self.store, jobs, now, locking)
             try:
                 self._insert_rows(fresh, now)
                 return duplicates

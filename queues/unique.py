@@ -132,7 +132,7 @@ def take_slots(
     """Inside the enqueue's transaction: which of `jobs` to insert, and the duplicates (a
     new job's id -> the holder's id). A holder that no longer holds its key loses its slot
     (locked first, and asked again under the lock). `locking` reads the holders with a
-    lock: a look again after a lost race must see the winner whatever the isolation level.
+    lock, which sees the latest rows whatever the isolation level.
     """
     first: dict[str, Job] = {}
     duplicates: dict[UUID, UUID] = {}
