@@ -65,6 +65,10 @@ class Schedule:
     max_attempts: int = 3
     timeout: timedelta | None = None
 
+    def __post_init__(self) -> None:
+        # The rest is checked as any new job's is, when a sync inserts or compares it.
+        validate_label(self.name, "a schedule's name", InvalidSchedule)
+
     def job(self) -> Job:
         """The row this schedule is (checked again when the queue inserts or compares it)."""
         return Job(
