@@ -68,6 +68,23 @@ class ReadOnlyAdmin(GuardedAdmin):
         return False
 
 
+class DeclaredFilter(admin.SimpleListFilter):
+    """Recurring jobs declared in code (`HAMMERWEB["SCHEDULES"]`) or enqueued."""
+
+    title = "schedule"
+    parameter_name = "declared"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "declared in code"), ("removed", "removed from the settings")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(schedule_name__isnull=False)
+        if self.value() == "removed":
+            return queryset.filter(schedule_removed_at__isnull=False)
+        return queryset
+
+
 @admin.register(Job)
 class JobAdmin(EngineDeletes):
     list_display = [
@@ -80,8 +97,8 @@ class JobAdmin(EngineDeletes):
         "scheduled_at",
         "short_error",
     ]
-    list_filter = ["status", "queue_name", "priority", "recurring"]
-    search_fields = ["=id", "queue_name", "error_message"]
+    list_filter = ["status", "queue_name", "priority", "recurring", DeclaredFilter]
+    search_fields = ["=id", "queue_name", "error_message", "unique_key", "schedule_name"]
     list_select_related = False
     show_full_result_count = False
     list_per_page = 50

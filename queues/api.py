@@ -22,6 +22,7 @@ from .exceptions import (
     InvalidPayload,
     InvalidPriority,
     InvalidQueueName,
+    InvalidSchedule,
     InvalidWorkflow,
     JobNotFound,
     QueueError,
@@ -35,6 +36,9 @@ from .outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
 from .queue import JobQueue
 from .retry import RetryStrategy
 from .runs import CANCELLED, LOST, RELEASED, STARTED
+from .schedule_sync import ScheduleSync
+from .schedules import Schedule
+from .unique import EnqueueResult, unique_key_for
 
 __all__ = [
     "CANCELLED",
@@ -46,6 +50,7 @@ __all__ = [
     "CronSchedule",
     "DependencyStatus",
     "DequeueOptions",
+    "EnqueueResult",
     "EngineError",
     "FailurePolicy",
     "InvalidBatch",
@@ -55,6 +60,7 @@ __all__ = [
     "InvalidPayload",
     "InvalidPriority",
     "InvalidQueueName",
+    "InvalidSchedule",
     "InvalidWorkflow",
     "Job",
     "JobBatch",
@@ -70,9 +76,12 @@ __all__ = [
     "QueueError",
     "RecordedOutcome",
     "RetryStrategy",
+    "Schedule",
+    "ScheduleSync",
     "StaleJobRecovery",
     "SystemClock",
     "TestQueue",
     "UnsupportedDatabase",
     "WorkflowStatus",
+    "unique_key_for",
 ]

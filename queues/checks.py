@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core import checks
 from django.db import connections, router
 
-from . import conf
+from . import conf, schedules
 from .engine.session import MYSQL_ISOLATION
 
 HTMX_MIDDLEWARE = "django_htmx.middleware.HtmxMiddleware"
@@ -23,6 +23,22 @@ def check_settings(app_configs=None, **kwargs):
     return [
         checks.Error(problem, hint=f"The keys and their defaults: {DOCS}.", id="queues.E001")
         for problem in conf.problems()
+    ]
+
+
+@checks.register()
+def check_schedules(app_configs=None, **kwargs):
+    """Every declared schedule (HAMMERWEB["SCHEDULES"]), so that a bad entry (a cron that
+    does not parse, an unknown time zone, a bad queue name) is an error that names it, not a
+    worker that fails to sync."""
+    return [
+        checks.Error(
+            problem,
+            hint="See 'Schedules declared in settings' in the README.",
+            obj="settings.HAMMERWEB",
+            id="queues.E030",
+        )
+        for problem in schedules.problems()
     ]
 
 

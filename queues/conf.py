@@ -34,6 +34,13 @@ OPTIONS: dict[str, Option] = {
         "False behind a transaction-mode pooler without prepared statements "
         "(PgBouncer before 1.21, or max_prepared_statements = 0)",
     ),
+    "SCHEDULES": Option(
+        {},
+        dict,
+        "recurring jobs declared in code, by name: {name: {cron, queue and payload, or task; "
+        "timezone, priority, max_attempts, timeout}}, synchronised when runworker starts "
+        "(README: Schedules declared in settings)",
+    ),
     "WEBSOCKET": Option(
         True,
         bool,

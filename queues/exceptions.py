@@ -35,6 +35,10 @@ class InvalidBatch(InvalidJob):
     """A batch is empty, too large, or mixes queues."""
 
 
+class InvalidSchedule(InvalidJob):
+    """A schedule declared in settings (`HAMMERWEB["SCHEDULES"]`) is malformed."""
+
+
 class JobNotFound(QueueError, LookupError):
     pass
 

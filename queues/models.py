@@ -17,6 +17,7 @@ write of a run matches that token, so a stale run cannot change a row it no long
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from django.db import models
 from django.db.models import Q
@@ -32,6 +33,7 @@ from .enums import (
     PartialFailureMode,
     WorkflowStatus,
 )
+from .exceptions import InvalidJob
 
 MAX_QUEUE_NAME_LENGTH = 255
 
@@ -44,6 +46,22 @@ class PortableIndex(models.Index):
         if not schema_editor.connection.features.supports_partial_indexes:
             return None
         return super()._get_condition_sql(model, schema_editor)
+
+
+class PortableUniqueConstraint(models.UniqueConstraint):
+    """A unique index over a nullable column, partial (`IS NOT NULL`) where the database has
+    partial indexes (PostgreSQL, SQLite): rows without a value then cost it nothing, not even
+    on the writes of their runs. MySQL and MariaDB get the same unique index without the
+    condition, which means the same there: a unique index takes any number of NULLs."""
+
+    def _get_condition_sql(self, model, schema_editor):
+        if not schema_editor.connection.features.supports_partial_indexes:
+            return None
+        return super()._get_condition_sql(model, schema_editor)
+
+    def check(self, model, connection):
+        # Django warns that MySQL drops the condition (models.W036): here that is the point.
+        return [e for e in super().check(model, connection) if e.id != "models.W036"]
 
 
 def _status_in(*statuses: JobStatus) -> Q:
@@ -167,6 +185,19 @@ class Job(models.Model):
     # so that a supervisor can hand back a dead child's jobs at once, not after their lease.
     claimed_by = models.UUIDField(null=True, blank=True, editable=False)
 
+    # Unique jobs (queues/unique.py): the key, the statuses and period for which the job
+    # holds it ({"statuses": [...], "period": seconds}), and its slot, a digest of queue
+    # and key under a unique index. The slot stays on the row after the job stops holding
+    # the key, until the next enqueue of the key finds it so and clears it: no write of a
+    # run touches these columns.
+    unique_key = models.CharField(max_length=255, null=True, blank=True)
+    unique_scope = models.JSONField(null=True, blank=True, editable=False)
+    unique_slot = models.CharField(max_length=64, null=True, blank=True, editable=False)
+    # A schedule declared in settings (HAMMERWEB["SCHEDULES"], queues/schedules.py): its
+    # name, and when a sync found it gone from the settings (and disabled it).
+    schedule_name = models.CharField(max_length=255, null=True, blank=True, editable=False)
+    schedule_removed_at = models.DateTimeField(null=True, blank=True, editable=False)
+
     class Meta:
         ordering = ["-priority", "scheduled_at", "id"]
         indexes = [
@@ -192,6 +223,12 @@ class Job(models.Model):
             ),
         ]
         constraints = [
+            # Unique jobs and declared schedules: one holder of a key (or name) at a time.
+            PortableUniqueConstraint(
+                fields=["unique_slot"],
+                condition=Q(unique_slot__isnull=False),
+                name="job_unique_slot",
+            ),
             models.CheckConstraint(
                 condition=Q(priority__gte=0, priority__lte=4), name="job_priority_range"
             ),
@@ -242,6 +279,30 @@ class Job(models.Model):
     @property
     def is_recurring(self) -> bool:
         return bool(self.cron_schedule)
+
+    # The scope of a unique key, as keywords of `Job(...)` (checked at enqueue, see
+    # queues/unique.py): the statuses in which the job holds its key, and a period after
+    # its creation during which it holds the key whatever its status.
+    @property
+    def unique_statuses(self) -> list[str] | None:
+        return (self.unique_scope or {}).get("statuses")
+
+    @unique_statuses.setter
+    def unique_statuses(self, statuses) -> None:
+        self.unique_scope = {**(self.unique_scope or {}), "statuses": statuses}
+
+    @property
+    def unique_period(self) -> timedelta | None:
+        seconds = (self.unique_scope or {}).get("period")
+        return None if seconds is None else timedelta(seconds=seconds)
+
+    @unique_period.setter
+    def unique_period(self, period: timedelta | None) -> None:
+        if period is not None and not isinstance(period, timedelta):
+            # Refused here: the scope stores seconds, and a number is not a duration.
+            raise InvalidJob("unique_period must be a positive timedelta")
+        seconds = None if period is None else period.total_seconds()
+        self.unique_scope = {**(self.unique_scope or {}), "period": seconds}
 
     def depends_on_job(self, other: Job) -> Job:
         """Make this job wait for `other`; returns self for chaining."""

@@ -13,27 +13,29 @@ import random
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from uuid import UUID
 
 from django.db import IntegrityError
 
-from . import effects, transitions
-from .clock import SYSTEM_CLOCK, SystemClock
+from . import effects, schedule_sync, transitions, unique
+from .clock import SYSTEM_CLOCK
 from .engine import ClaimParams, Match, Store, sql_store
 from .engine.base import age_key, claim_key
+from .enqueue import Enqueues
 from .enums import FAILURE_STATUSES, JobStatus
-from .exceptions import InvalidBatch, InvalidJob, InvalidWorkflow, JobNotFound
-from .groups import BatchResult, JobBatch, JobGroup, settle_dependencies
+from .exceptions import InvalidJobTransition, JobNotFound
+from .groups import BatchResult
 from .models import Batch, Job, QueuePause
 from .options import DequeueOptions
 from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
 from .runs import Runs
-from .tallies import Change
+from .schedule_sync import ScheduleSync
+from .schedules import Schedule, declared
 from .text import storable_label, storable_or_none
-from .validation import check_retry_time, parse_job_id, prepare_jobs, validate_queue_name
+from .validation import check_retry_time, parse_job_id, validate_queue_name
 
 REAPER_BATCH = 500
 #: How many claims whose call raised a queue remembers (by run token): each may have been
@@ -41,7 +43,7 @@ REAPER_BATCH = 500
 UNSURE_CLAIMS = 64
 
 
-class JobQueue(Runs):
+class JobQueue(Enqueues, Runs):
     def __init__(self, using: str = "default", clock=None, rng: random.Random | None = None):
         self.using = using
         self._setup(clock or SYSTEM_CLOCK, rng, store=None)
@@ -67,67 +69,6 @@ class JobQueue(Runs):
 
     def _atomic(self, fn):
         return self.store.atomic(fn)
-
-    # Enqueue ----------------------------------------------------------------------------
-    def enqueue(self, job: Job) -> UUID:
-        return self.enqueue_many([job])[0]
-
-    def enqueue_many(self, jobs: Iterable[Job]) -> list[UUID]:
-        jobs = list(jobs)
-        now = self.now()
-        self._prepare(jobs, now)
-        self._insert_atomic(lambda: self._insert(jobs, now), InvalidJob, "a job")
-        return [job.id for job in jobs]
-
-    def enqueue_workflow(self, group: JobGroup) -> UUID:
-        group.validate()
-        return self._enqueue_group(group, InvalidWorkflow, "a workflow or job")
-
-    def enqueue_batch(self, batch: JobBatch) -> UUID:
-        batch.validate()
-        return self._enqueue_group(batch, InvalidBatch, "a batch or job")
-
-    def _enqueue_group(self, group: JobGroup | JobBatch, error, what: str) -> UUID:
-        now = self.now()
-        self._prepare(group.jobs, now)
-        row = group.row(now)
-
-        def work():
-            self.store.insert_group(row)
-            self._insert(group.jobs, now)
-
-        self._insert_atomic(work, error, what)
-        return row.id
-
-    def _insert_atomic(self, work, error, what: str) -> None:
-        try:
-            self._atomic(work)
-        except IntegrityError as exc:
-            # Validation ran before: what the store refuses now is an id it already has.
-            raise error(f"{what} with the same id already exists") from exc
-
-    def _prepare(self, jobs: Sequence[Job], now: datetime) -> None:
-        prepare_jobs(jobs, now, rebase=not isinstance(self.clock, SystemClock))
-
-    def _insert(self, jobs: list[Job], now: datetime) -> None:
-        by_id = {str(job.id): job for job in jobs}
-        external = {p for job in jobs for p in job.depends_on if p not in by_id}
-        parents: dict[str, str] = {}
-        if external:
-            # Lock the parents so that none finishes between this check and the insert.
-            locked = self.store.lock_jobs(Match(ids={UUID(p) for p in external}))
-            parents = {str(job.id): job.status for job in locked}
-            missing = external - parents.keys()
-            if missing:
-                raise InvalidWorkflow(f"unknown dependency: {sorted(missing)[0]}")
-        settle_dependencies(jobs, by_id, parents, now)
-        self.store.insert_jobs(jobs)
-        changes: list[Change] = [
-            (job.batch_id, job.workflow_id, None, job.status)
-            for job in jobs
-            if job.batch_id or job.workflow_id
-        ]
-        effects.apply_tallies(self.store, changes, now)
 
     # Claim ------------------------------------------------------------------------------
     def dequeue(
@@ -299,11 +240,15 @@ class JobQueue(Runs):
         def work():
             job = self._locked(job_id)
             blocked = lambda: bool(self.store.blocked([job.id]))  # noqa: E731
-            self._update(job, retry_fields(job, at or now, blocked))
+            fields = retry_fields(job, at or now, blocked)
+            self._update(job, {**fields, **unique.retake(self.store, job, now)})
             change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
             effects.apply_tallies(self.store, [change], now)
 
-        self._atomic(work)
+        try:
+            self._atomic(work)
+        except IntegrityError as exc:  # an enqueue took the key it was taking back
+            raise InvalidJobTransition(f"another job took the unique key of job {job_id}") from exc
 
     def cancel_job(self, job_id: UUID | str, reason: str = "Cancelled by an operator") -> None:
         """Fail a Pending or Running job for good (a running handler's outcome is then
@@ -342,6 +287,13 @@ class JobQueue(Runs):
             effects.apply_tallies(self.store, [change], now)
 
         self._atomic(work)
+
+    # Declared schedules -----------------------------------------------------------------
+    def sync_schedules(self, schedules: Iterable[Schedule] | None = None) -> ScheduleSync:
+        """Bring the rows of declared schedules in line with `schedules` (default: those of
+        `HAMMERWEB["SCHEDULES"]`): created, updated in place, the removed ones disabled."""
+        found = declared() if schedules is None else list(schedules)
+        return schedule_sync.sync(self, found)
 
     # Reads ------------------------------------------------------------------------------
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:

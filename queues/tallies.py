@@ -16,6 +16,7 @@ from .enums import (
     PartialFailureMode,
     WorkflowStatus,
 )
+from .models import Batch
 
 #: A job's move: (batch_id, workflow_id, old status or None for a new row, new status or None
 #: for a deleted row).
@@ -62,6 +63,13 @@ def batch_status(mode: str, total: int, completed: int, failed: int) -> str:
             return BatchStatus.COMPLETED
         return BatchStatus.FAILED if not completed else BatchStatus.PARTIALLY_FAILED
     return BatchStatus.PROCESSING if finished else BatchStatus.PENDING
+
+
+def empty_group_fields(group, now: datetime) -> dict:
+    """A batch or workflow inserted with no jobs (each was a duplicate of a job that holds
+    its unique key) is done at once."""
+    done = BatchStatus.COMPLETED if isinstance(group, Batch) else WorkflowStatus.COMPLETED
+    return {"status": done, "completed_at": now}
 
 
 def workflow_fields(workflow, delta: list[int], now: datetime) -> dict:

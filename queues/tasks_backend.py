@@ -13,7 +13,8 @@ functions is imported, possibly before the app registry is ready.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from django.tasks import Task
 from django.tasks.backends.base import BaseTaskBackend
@@ -22,10 +23,8 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils.module_loading import import_string
 
-from .enums import JobPriority, JobStatus
-
-#: The payload key that marks a job as a django.tasks task.
-TASK_KEY = "django_task"
+from .enums import JobStatus
+from .task_jobs import TASK_KEY, job_priority, task_payload
 
 _STATUS = {
     JobStatus.PENDING: TaskResultStatus.READY,
@@ -42,20 +41,6 @@ _STATUS = {
 class TaskRunError(Exception):
     """The class given for a failure that was not an exception of the task itself (lease
     expired, timed out, its fail-fast batch failed)."""
-
-
-def job_priority(priority: int) -> JobPriority:
-    """Django's -100..100 onto the five levels: 0 is Normal, +-21..60 High/Low, beyond that
-    Critical/Background."""
-    if priority < -60:
-        return JobPriority.BACKGROUND
-    if priority < -20:
-        return JobPriority.LOW
-    if priority <= 20:
-        return JobPriority.NORMAL
-    if priority <= 60:
-        return JobPriority.HIGH
-    return JobPriority.CRITICAL
 
 
 def is_task_job(job) -> bool:
@@ -77,7 +62,46 @@ def parse_error(text: str) -> TaskError:
     return TaskError(exception_class_path=f"{__name__}.TaskRunError", traceback=text)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HammerwebTask(Task):
+    """A django.tasks `Task` that can be a unique job (see `queues.unique`): with
+    `@task(unique=True)` its key is made of the task and its arguments, so that an equal
+    call while one is live enqueues nothing; `.using(unique_key="invoice:42")` gives the
+    key instead. `unique_statuses` and `unique_period` are those of `Job`. A duplicate's
+    `enqueue` returns the result of the job that holds the key (its id, its status) and
+    sends no `task_enqueued`."""
+
+    unique: bool = False
+    unique_key: str | None = None
+    unique_statuses: tuple[str, ...] | None = None
+    unique_period: timedelta | None = None
+
+    def using(self, *, unique_key=None, unique_statuses=None, unique_period=None, **changes):
+        # Task.using knows only Django's options; the unique ones are this class's.
+        task = Task.using(self, **changes)
+        own = {"unique_key": unique_key, "unique_period": unique_period}
+        if unique_statuses is not None:
+            own["unique_statuses"] = tuple(unique_statuses)
+        own = {name: value for name, value in own.items() if value is not None}
+        return replace(task, **own) if own else task
+
+    def unique_fields(self, args: list, kwargs: dict) -> dict:
+        """The unique options of the job that runs this task with `args` and `kwargs`."""
+        key = self.unique_key
+        if key is None and not self.unique:
+            return {}
+        if key is None:
+            from .unique import unique_key_for  # imports the models: not at module level
+
+            key = unique_key_for({"task": self.module_path, "args": args, "kwargs": kwargs})
+        fields = {"unique_key": key, "unique_period": self.unique_period}
+        if self.unique_statuses is not None:
+            fields["unique_statuses"] = list(self.unique_statuses)
+        return fields
+
+
 class HammerwebBackend(BaseTaskBackend):
+    task_class = HammerwebTask
     supports_defer = True
     supports_async_task = True
     supports_get_result = True
@@ -114,27 +138,24 @@ class HammerwebBackend(BaseTaskBackend):
             errors=[],
             worker_ids=[],
         )
-        payload = {
-            TASK_KEY: {
-                "path": task.module_path,
-                "backend": self.alias,
-                "priority": task.priority,
-                "takes_context": task.takes_context,
-                "run_after": task.run_after.isoformat() if task.run_after else None,
-            },
-            "args": result.args,
-            "kwargs": result.kwargs,
-        }
+        unique = task.unique_fields(args, kwargs) if isinstance(task, HammerwebTask) else {}
         job = Job(
             id=uuid.UUID(result.id),
             queue_name=task.queue_name,
-            payload=payload,
+            payload=task_payload(task, result.args, result.kwargs),
             priority=job_priority(task.priority),
             max_attempts=self.max_attempts,
+            **unique,
         )
         if task.run_after is not None:
             job.scheduled_at = task.run_after
-        JobQueue(using=self.using).enqueue(job)
+        queue = JobQueue(using=self.using)
+        job_id, created = queue.enqueue_unique(job)
+        while not created:
+            holder = queue.get_job(job_id)
+            if holder is not None:
+                return result_from_job(holder, task)
+            job_id, created = queue.enqueue_unique(job)  # deleted meanwhile: the key is free
         object.__setattr__(result, "enqueued_at", job.created_at)
         task_enqueued.send(type(self), task_result=result)
         return result
@@ -170,8 +191,9 @@ def task_of(job) -> Task:
     return task
 
 
-def result_from_job(job) -> TaskResult:
-    """The `TaskResult` of a task's job, as it stands in the row."""
+def result_from_job(job, task: Task | None = None) -> TaskResult:
+    """The `TaskResult` of a task's job, as it stands in the row (`task`: that of a job
+    that holds the unique key a task was enqueued with, whatever the job runs)."""
     status = _STATUS[JobStatus(job.status)]
     if job.status == JobStatus.ARCHIVED and job.completed_at is None:
         status = TaskResultStatus.FAILED
@@ -180,17 +202,18 @@ def result_from_job(job) -> TaskResult:
         finished_at = job.completed_at
     elif status == TaskResultStatus.FAILED:
         finished_at = job.failed_at or job.timed_out_at
+    spec = job.payload.get(TASK_KEY) if is_task_job(job) else None
     result = TaskResult(
-        task=task_of(job),
+        task=task_of(job) if spec is not None or task is None else task,
         id=str(job.id),
         status=status,
         enqueued_at=job.created_at,
         started_at=job.started_at,
         finished_at=finished_at,
         last_attempted_at=job.started_at,
-        args=job.payload.get("args", []),
-        kwargs=job.payload.get("kwargs", {}),
-        backend=job.payload[TASK_KEY].get("backend", "default"),
+        args=job.payload.get("args", []) if spec is not None else [],
+        kwargs=job.payload.get("kwargs", {}) if spec is not None else {},
+        backend=spec.get("backend", "default") if spec is not None else task.backend,
         errors=[parse_error(job.error_message)] if job.error_message else [],
         # Hammerweb counts attempts but does not record who made each one.
         worker_ids=[f"attempt-{n}" for n in range(1, job.attempts + 1)],

@@ -73,10 +73,14 @@ class Match:
     workflow_id: UUID | None = None
     dependency_status: str | None = None
     claimed_by: UUID | None = None
+    #: The jobs whose unique slot is one of these (see `queues.unique`).
+    unique_slots: Collection[str] | None = None
 
     def __post_init__(self) -> None:
         if self.ids is not None and not isinstance(self.ids, frozenset):
             object.__setattr__(self, "ids", frozenset(self.ids))
+        if self.unique_slots is not None and not isinstance(self.unique_slots, frozenset):
+            object.__setattr__(self, "unique_slots", frozenset(self.unique_slots))
 
     def statuses(self) -> Collection[str] | None:
         return (self.status,) if isinstance(self.status, str) else self.status
@@ -92,6 +96,7 @@ class Match:
             and (self.workflow_id is None or job.workflow_id == self.workflow_id)
             and (self.dependency_status is None or job.dependency_status == self.dependency_status)
             and (self.claimed_by is None or job.claimed_by == self.claimed_by)
+            and (self.unique_slots is None or job.unique_slot in self.unique_slots)
         )
 
 
@@ -137,7 +142,8 @@ class Store(Protocol):
 
     # Jobs ---------------------------------------------------------------------------------
     def insert_jobs(self, jobs: Sequence[Job]) -> None:
-        """Insert jobs and their dependency edges; a taken id raises `IntegrityError`."""
+        """Insert jobs and their dependency edges; a taken id or unique slot raises
+        `IntegrityError` and inserts none of them (inside a transaction too, which goes on)."""
 
     def find_jobs(self, match: Match, limit: int | None = None) -> list[Job]:
         """The matching jobs in claim order (the first `limit`)."""
@@ -153,6 +159,10 @@ class Store(Protocol):
 
     def count_jobs(self, queue: str) -> dict[str, int]:
         """Exact counts of `queue`'s jobs by status (every status, zeros included)."""
+
+    def declared_jobs(self) -> list[Job]:
+        """Every job that has a schedule name (a declared schedule's), without a scan of the
+        jobs table: they are recurring jobs."""
 
     # Dependencies -------------------------------------------------------------------------
     def dependents(self, ids: Collection[UUID]) -> set[UUID]:

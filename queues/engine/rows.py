@@ -8,6 +8,7 @@ from ..models import Job
 
 _FIELDS = {f.column: f for f in Job._meta.concrete_fields}
 _ORDER = [f.column for f in Job._meta.concrete_fields]
+_ATTNAMES = [f.attname for f in Job._meta.concrete_fields]
 
 
 class RowReader:
@@ -45,8 +46,11 @@ class RowReader:
             values = []
             for position, converters, expression in plan:
                 value = row[position]
-                for converter in converters:
-                    value = converter(value, expression, self.connection)
+                # Every converter Django has for these fields (vendor's and field's) maps
+                # NULL to None: a NULL column costs an append, however many a row has.
+                if value is not None:
+                    for converter in converters:
+                        value = converter(value, expression, self.connection)
                 values.append(value)
-            jobs.append(Job.from_db(alias, [f.attname for f in Job._meta.concrete_fields], values))
+            jobs.append(Job.from_db(alias, _ATTNAMES, values))
         return jobs

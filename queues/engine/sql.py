@@ -10,8 +10,8 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
-from django.db import DatabaseError, connections
-from django.db.models import F
+from django.db import DatabaseError, connections, transaction
+from django.db.models import F, Q
 
 from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
@@ -169,6 +169,16 @@ class SqlStore:
 
     # Jobs (the ORM) ---------------------------------------------------------------------
     def insert_jobs(self, jobs: Sequence[Job]) -> None:
+        if any(job.unique_slot is not None for job in jobs):
+            # A slot another enqueue took fails the insert, and the enqueue looks again in
+            # the same transaction: the savepoint keeps it usable (PostgreSQL aborts a
+            # transaction at its first error). Jobs without keys need none.
+            with transaction.atomic(using=self.using):
+                self._insert(jobs)
+        else:
+            self._insert(jobs)
+
+    def _insert(self, jobs: Sequence[Job]) -> None:
         self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
         edges = [
             JobDependency(job_id=job.id, parent_id=uuid.UUID(p))
@@ -191,6 +201,7 @@ class SqlStore:
             "workflow_id": match.workflow_id,
             "dependency_status": match.dependency_status,
             "claimed_by": match.claimed_by,
+            "unique_slot__in": None if match.unique_slots is None else list(match.unique_slots),
         }
         return jobs.filter(**{k: v for k, v in lookups.items() if v is not None})
 
@@ -212,6 +223,14 @@ class SqlStore:
     def count_jobs(self, queue: str) -> dict[str, int]:
         # The trigger-kept JobCount rows: a few rows, never a scan of the jobs table.
         return counts_by_queue(self.using, queue).get(queue) or dict.fromkeys(JobStatus.values, 0)
+
+    def declared_jobs(self) -> list[Job]:
+        # Two ranges of the (recurring, next_run_at) index, as the recurring page reads it
+        # (MySQL and MariaDB have it without its cron_schedule condition): a disabled
+        # recurring job keeps its next run, a plain job has none.
+        recurring = Q(recurring=True) | Q(recurring=False, next_run_at__isnull=False)
+        jobs = self._jobs().filter(recurring, cron_schedule__isnull=False)
+        return list(jobs.filter(schedule_name__isnull=False))
 
     # Dependencies -----------------------------------------------------------------------
     def _edges(self):

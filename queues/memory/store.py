@@ -27,7 +27,7 @@ from ..enums import FAILURE_STATUSES, BatchStatus, DependencyStatus, JobStatus, 
 from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
-_JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on")
+_JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on", "unique_scope")
 _COLUMNS = [field.attname for field in Job._meta.concrete_fields]
 _CLAIMABLE_DEPENDENCY = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
 _MISSING = object()
@@ -239,6 +239,11 @@ class MemoryStore:
         taken = [job.id for job in jobs if job.id in self.jobs]
         if taken:
             raise IntegrityError(f"job {taken[0]} already exists")
+        slots = [job.unique_slot for job in jobs if job.unique_slot is not None]
+        if slots:
+            held = {job.unique_slot for job in self.jobs.values()}
+            if len(set(slots)) != len(slots) or held.intersection(slots):
+                raise IntegrityError("a unique slot is taken")
         for job in jobs:
             stored = copied(job)
             self._set(stored, {name: getattr(job, name) for name in _COLUMNS})
@@ -262,6 +267,12 @@ class MemoryStore:
 
     def update_jobs(self, match: Match, fields) -> int:
         rows = self._matching(match)
+        slot = fields.get("unique_slot")
+        if slot is not None:  # the unique index
+            mine = {job.id for job in rows}
+            others = (job for job in self.jobs.values() if job.id not in mine)
+            if len(rows) > 1 or any(job.unique_slot == slot for job in others):
+                raise IntegrityError("a unique slot is taken")
         for job in rows:
             self._set(job, fields)
         return len(rows)
@@ -286,6 +297,9 @@ class MemoryStore:
             if job.queue_name == queue:
                 counts[job.status] += 1
         return counts
+
+    def declared_jobs(self) -> list[Job]:
+        return copied([job for job in self.jobs.values() if job.schedule_name is not None])
 
     # Dependencies -----------------------------------------------------------------------
     def dependents(self, ids) -> set[UUID]:

@@ -6,7 +6,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from .. import stats, transitions
+from .. import stats, transitions, unique
 from ..enums import PRIORITY_CHOICES, JobStatus
 from ..exceptions import InvalidQueueName
 from ..listing import JobFilter, list_jobs
@@ -62,13 +62,16 @@ def job_detail(request, job_id):
         .select_related("job")
         .only("job__id", "job__status", "job__queue_name")[:DEPENDENCY_LIMIT]
     )
+    now = timezone.now()
     return "hammerweb/job.html", {
         "job": job,
+        "unique_holds": unique.holds(job, now),
+        "unique_until": unique.period_end(job),
         "parents": [edge.parent for edge in parents],
         "children": [edge.job for edge in children],
         "lease_expired": job.status == JobStatus.RUNNING
         and job.lease_expires_at is not None
         and job.lease_expires_at < timezone.now(),
         "actions": transitions.offered(job),
-        "now": timezone.now(),
+        "now": now,
     }

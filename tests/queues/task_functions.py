@@ -33,3 +33,8 @@ def get_attempt(context, label):
 @task
 def complex_return_value():
     return {"list": (1, 2), "nested": {"ok": True}}
+
+
+@task(unique=True)
+def refresh_feed(feed_id):
+    return {"refreshed": feed_id}

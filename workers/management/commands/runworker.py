@@ -23,6 +23,7 @@ from queues.api import JobQueue, QueueError
 from queues.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
 from queues.validation import validate_queue_name
 
+from ...faults import GaveUp, retrying
 from ...lifeline import ChildLifeline
 from ...process import ProcessSettings, WorkerProcessRuntime
 from ...registry import autodiscover, handler_for
@@ -111,6 +112,9 @@ class Command(BaseCommand):
         parser.add_argument("--include", action="append", default=[], metavar="MODULE",
                             help="import this module too (for its handlers or tasks)")
         parser.add_argument("--database", default="default", help="database alias")
+        parser.add_argument("--no-schedules", action="store_true",
+                            help="do not synchronise HAMMERWEB['SCHEDULES'] at start "
+                                 "(manage.py syncschedules does it)")
 
     def handle(self, *args, **options):
         self._configure_logging(options["verbosity"])
@@ -124,6 +128,7 @@ class Command(BaseCommand):
 
     def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
         if options["processes"] > 1:
+            self._sync_schedules(options, stop)
             lifeline = ChildLifeline(options["database"], force)
             supervisor = Supervisor(
                 self._child_args(options),
@@ -144,6 +149,7 @@ class Command(BaseCommand):
             except ImportError as exc:
                 raise CommandError(f"cannot import {module}: {exc}") from exc
         autodiscover()
+        self._sync_schedules(options, stop)
         watch_supervisor(stop)
         for name in options["queues"]:
             if handler_for(name) is None:
@@ -156,6 +162,23 @@ class Command(BaseCommand):
             self.stdout.write(f"runworker: {summary}")
         if summary.forced or summary.crashed:
             sys.exit(1)
+
+    def _sync_schedules(self, options, stop: threading.Event) -> None:
+        """The declared schedules' rows, in line with the settings before any job runs
+        (a supervisor syncs for its children, which are started with --no-schedules)."""
+        if options["no_schedules"]:
+            return
+        using = options["database"]
+        queue = JobQueue(using=using)
+        try:
+            report = retrying(queue.sync_schedules, what="synchronising the declared "
+                              "schedules", using=using, give_up=stop)
+        except GaveUp:
+            return
+        except QueueError as exc:  # a bad HAMMERWEB["SCHEDULES"], with the checks skipped
+            raise CommandError(str(exc)) from exc
+        if any(vars(report).values()):
+            logger.info("schedules: %s", report)
 
     def _settings(self, options) -> ProcessSettings:
         queue = JobQueue(using=options["database"])
@@ -196,6 +219,7 @@ class Command(BaseCommand):
             *("--verbosity", str(options["verbosity"])),
             *("--processes", "1"),
             "--skip-checks",  # the supervisor ran them
+            "--no-schedules",  # and synchronised the schedules
         ]
         for module in options["include"]:
             args += ["--include", module]
