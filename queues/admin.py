@@ -7,6 +7,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation
 from django.core.exceptions import ValidationError
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
 
 from . import deletion, transitions
@@ -15,6 +17,7 @@ from .exceptions import InvalidQueueName, QueueError
 from .models import (
     Batch,
     CompletionCount,
+    FailedAttempt,
     Job,
     JobCount,
     JobDependency,
@@ -25,6 +28,7 @@ from .models import (
 )
 from .queue import JobQueue
 from .templatetags.dashboard import pretty_json
+from .timeline import Timeline
 from .validation import validate_queue_name
 
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
@@ -104,7 +108,10 @@ class JobAdmin(EngineDeletes):
     list_per_page = 50
     date_hierarchy = None
     ordering = ["-created_at"]
-    readonly_fields = [f.name for f in Job._meta.fields if f.name != "payload"] + ["payload_json"]
+    readonly_fields = [f.name for f in Job._meta.fields if f.name != "payload"] + [
+        "payload_json",
+        "failed_attempts_shown",
+    ]
     exclude = ["payload"]
     actions = [
         "retry_now",
@@ -157,6 +164,19 @@ class JobAdmin(EngineDeletes):
     @admin.display(description="payload")
     def payload_json(self, job: Job):
         return format_html("<pre>{}</pre>", pretty_json(job.payload))
+
+    @admin.display(description="failed attempts")
+    def failed_attempts_shown(self, job: Job):
+        timeline = Timeline(job.id)
+        url = reverse("admin:queues_failedattempt_changelist")
+        return render_to_string(
+            "admin/queues/job_attempts.html",
+            {
+                "attempts": timeline.attempts,
+                "more": timeline.more,
+                "all_url": f"{url}?job__id__exact={job.id}",
+            },
+        )
 
     @admin.action(description="Retry now", permissions=["change"], location=BOTH)
     def retry_now(self, request, queryset):
@@ -287,6 +307,40 @@ class JobDependencyAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # an edge deleted alone leaves its job waiting for ever; delete the job
+
+
+@admin.register(FailedAttempt)
+class FailedAttemptAdmin(ReadOnlyAdmin):
+    """The error history; its rows go with their job (delete or prune the job)."""
+
+    list_display = [
+        "failed_at",
+        "job_link",
+        "attempt",
+        "ended_by",
+        "status",
+        "exception_class",
+        "short_error",
+        "worker",
+        "handler_end",
+    ]
+    list_filter = ["ended_by", "handler_end", "status"]
+    search_fields = ["=job__id", "exception_class", "error"]
+    ordering = ["-id"]
+    raw_id_fields = ["job"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="job")
+    def job_link(self, row: FailedAttempt):
+        url = reverse("admin:queues_job_change", args=[row.job_id])
+        return format_html('<a href="{}">{}</a>', url, row.job_id)
+
+    @admin.display(description="error")
+    def short_error(self, row: FailedAttempt) -> str:
+        text = row.error or ""
+        return text if len(text) <= 80 else text[:79] + "…"
 
 
 @admin.register(ReaperRun)

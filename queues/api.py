@@ -5,9 +5,11 @@ from __future__ import annotations
 from .clock import MockClock, SystemClock
 from .cron import CronSchedule
 from .enums import (
+    AttemptEnd,
     BatchStatus,
     DependencyStatus,
     FailurePolicy,
+    HandlerEnd,
     JobPriority,
     JobStatus,
     PartialFailureMode,
@@ -30,7 +32,7 @@ from .exceptions import (
 )
 from .groups import BatchResult, JobBatch, JobGroup
 from .memory import TestQueue
-from .models import Job
+from .models import FailedAttempt, Job
 from .options import DequeueOptions, PriorityWeights
 from .outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
 from .queue import JobQueue
@@ -45,6 +47,7 @@ __all__ = [
     "LOST",
     "RELEASED",
     "STARTED",
+    "AttemptEnd",
     "BatchResult",
     "BatchStatus",
     "CronSchedule",
@@ -52,7 +55,9 @@ __all__ = [
     "DequeueOptions",
     "EnqueueResult",
     "EngineError",
+    "FailedAttempt",
     "FailurePolicy",
+    "HandlerEnd",
     "InvalidBatch",
     "InvalidCronSchedule",
     "InvalidJob",

@@ -83,3 +83,23 @@ class FailurePolicy(models.TextChoices):
     FAIL_FAST = "fail_fast"
     CONTINUE_ON_FAILURE = "continue_on_failure"
     MANUAL = "manual"
+
+
+class AttemptEnd(models.TextChoices):
+    """What ended a failed attempt (a row of the error history, `FailedAttempt`)."""
+
+    ERROR = "error", "failed"  # the handler raised, or returned a failure
+    TIMEOUT = "timeout", "timed out"  # it ran past the job's timeout
+    LEASE_EXPIRED = "lease_expired", "lease expired"  # the reaper took the run back
+    PROCESS_DIED = "process_died", "process died"  # its worker process died (the lifeline)
+    CANCELLED = "cancelled", "cancelled"  # an operator, or its failed fail-fast batch
+    MARKED_DEAD = "marked_dead", "marked dead"  # an operator, while it ran
+    RETRIED = "retried", "retried"  # an operator retried it while it ran
+
+
+class HandlerEnd(models.TextChoices):
+    """How the handler of a run that was taken from its worker (cancelled, retried,
+    reaped) ended, as its worker saw it afterwards."""
+
+    STOPPED = "stopped", "stopped"  # it returned or raised (an async one: its task was cancelled)
+    CUT_OFF = "cut_off", "cut off"  # it ran on until the job's timeout

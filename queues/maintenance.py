@@ -1,8 +1,9 @@
 """Maintenance services: the reaper takes back jobs whose lease expired, the lifeline the
 jobs of a worker process that died, the pruner deletes old finished jobs (in bounded
-batches), old reaper runs, the rows of worker processes that stopped heartbeating and the
-completion counts of old minutes. `runworker` runs the reaper and the pruner on their
-intervals; its supervisor runs the lifeline when a child ends."""
+batches, with their error history), old reaper runs and history rows, the rows of worker
+processes that stopped heartbeating and the completion counts of old minutes. `runworker`
+runs the reaper and the pruner on their intervals; its supervisor runs the lifeline when a
+child ends."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from django.db.models import Q
 
 from . import completions
 from .engine.base import Match
-from .enums import JobStatus
-from .models import CompletionCount, Job, ReaperRun, WorkerProcess
+from .enums import AttemptEnd, JobStatus
+from .models import CompletionCount, FailedAttempt, Job, ReaperRun, WorkerProcess
 from .outcomes import StaleJobRecovery, reaper_outcome
 from .stats import SPARK_MINUTES
 
@@ -70,7 +71,9 @@ class Lifeline:
         for job in sorted(running, key=lambda job: (job.lease_expires_at, str(job.id))):
             # Each job in its own transaction, fenced by the run read here: one the process
             # finished, or the reaper took, meanwhile is left as it is.
-            outcome = replace(reaper_outcome(job, self.queue.now()), error=error)
+            outcome = replace(
+                reaper_outcome(job, self.queue.now(), AttemptEnd.PROCESS_DIED), error=error
+            )
             recorded = self.queue.finish_job_run(job, outcome)
             if recorded is not None:
                 recovery.note(job.id, recorded)
@@ -85,14 +88,17 @@ class PruneResult:
     reaper_runs: int = 0
     worker_processes: int = 0
     completion_counts: int = 0
+    #: History rows older than the cutoff whose job is kept (a recurring job's); the rows of
+    #: the pruned jobs go with them.
+    failed_attempts: int = 0
 
 
 class Pruner:
-    """Deletes what finished longer than `older_than` ago (with None, finished jobs and
-    reaper runs are kept for ever), and always the bookkeeping rows: dead worker processes
-    and the completion counts of minutes older than `completions_kept`, which the triggers
-    add every minute and nothing else removes. `batch_size` rows at a time, so that no
-    statement locks or deletes an unbounded number of rows."""
+    """Deletes what finished longer than `older_than` ago (with None, finished jobs, reaper
+    runs and the error history are kept for ever), and always the bookkeeping rows: dead
+    worker processes and the completion counts of minutes older than `completions_kept`,
+    which the triggers add every minute and nothing else removes. `batch_size` rows at a
+    time, so that no statement locks or deletes an unbounded number of rows."""
 
     def __init__(
         self,
@@ -136,6 +142,9 @@ class Pruner:
             result.jobs = self._delete(Job.objects.using(using).filter(finished))
             result.reaper_runs = self._delete(
                 ReaperRun.objects.using(using).filter(ran_at__lt=cutoff)
+            )
+            result.failed_attempts = self._delete(
+                FailedAttempt.objects.using(using).filter(failed_at__lt=cutoff)
             )
         return result
 

@@ -34,6 +34,9 @@ from .enums import (
     WorkflowStatus,
 )
 from .exceptions import InvalidJob
+from .history import FailedAttempt
+
+__all__ = ["FailedAttempt"]  # the error history's table, defined with its rules
 
 MAX_QUEUE_NAME_LENGTH = 255
 
@@ -311,6 +314,16 @@ class Job(models.Model):
             ids.append(str(other.id))
         self.depends_on = ids
         return self
+
+    #: Set (True) by the worker running this job once its run is no longer the worker's
+    #: (cancelled, retried, released, reaped); see `cancel_requested`.
+    _cancel_requested = False
+
+    def cancel_requested(self) -> bool:
+        """In a handler a worker runs: whether this run was cancelled (or otherwise taken
+        from its worker) while it runs. The handler should stop soon (return or raise):
+        nothing it returns is recorded. Always False outside a worker's run."""
+        return self._cancel_requested
 
     @property
     def duration(self):

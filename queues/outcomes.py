@@ -11,10 +11,10 @@ from uuid import UUID
 
 from . import transitions
 from .cron import CronSchedule
-from .enums import FAILURE_STATUSES, DependencyStatus, JobStatus
+from .enums import FAILURE_STATUSES, AttemptEnd, DependencyStatus, JobStatus
 from .models import ReaperRun
 from .retry import RetryStrategy
-from .text import storable, storable_label
+from .text import MAX_TRACEBACK, storable, storable_label
 from .validation import check_json, check_time
 
 LEASE_EXPIRED_ERROR = (
@@ -30,40 +30,72 @@ class JobOutcome:
     error: str | None = None
     result: Any = None
     retry_at: datetime | None = None
+    #: For the error history (`FailedAttempt`): the exception's class (its dotted path)
+    #: and traceback.
+    traceback: str | None = None
+    exception_class: str | None = None
+    #: What ended the attempt (`AttemptEnd`); None: the handler (its error or time-out).
+    ended_by: str | None = None
 
     def __post_init__(self) -> None:
         # The error is stored whatever it holds: cleaned and cut here (`queues.text`), so
         # that recording the failure cannot fail.
         if self.error is not None:
             object.__setattr__(self, "error", storable(self.error))
+        if self.traceback is not None:
+            object.__setattr__(self, "traceback", storable(self.traceback, MAX_TRACEBACK))
+        if self.exception_class is not None:
+            object.__setattr__(self, "exception_class", storable_label(self.exception_class))
 
     @classmethod
     def completed(cls, result: Any = None) -> JobOutcome:
-        return cls("completed", result=result)
+        # One per job, on the hot path: only the fields a completion has, the others left at
+        # their class defaults (None) as `__init__` would set them, nothing to clean.
+        outcome = object.__new__(cls)
+        object.__setattr__(outcome, "kind", "completed")
+        object.__setattr__(outcome, "result", result)
+        return outcome
 
     @classmethod
-    def failed(cls, error: str) -> JobOutcome:
-        """Retried with backoff while attempts remain, else Dead."""
-        return cls("failed", error=storable(error))
+    def failed(
+        cls, error: str, traceback: str | None = None, exception_class: str | None = None
+    ) -> JobOutcome:
+        """Retried with backoff while attempts remain, else Dead. The traceback and the
+        exception's class go to the error history."""
+        return cls("failed", error=error, traceback=traceback, exception_class=exception_class)
 
     @classmethod
-    def retry(cls, retry_at: datetime, error: str | None = None) -> JobOutcome:
+    def retry(
+        cls,
+        retry_at: datetime,
+        error: str | None = None,
+        traceback: str | None = None,
+        exception_class: str | None = None,
+    ) -> JobOutcome:
         """Back to Pending at `retry_at`, whatever the attempts."""
-        return cls("retry", error=error, retry_at=retry_at)
+        return cls(
+            "retry",
+            error=error,
+            retry_at=retry_at,
+            traceback=traceback,
+            exception_class=exception_class,
+        )
 
     @classmethod
-    def dead(cls, error: str) -> JobOutcome:
-        return cls("dead", error=storable(error))
+    def dead(
+        cls, error: str, traceback: str | None = None, exception_class: str | None = None
+    ) -> JobOutcome:
+        return cls("dead", error=error, traceback=traceback, exception_class=exception_class)
 
     @classmethod
     def timed_out(cls, error: str = "Job timed out") -> JobOutcome:
         """Retried while attempts remain; TimedOut on the last attempt."""
-        return cls("timed_out", error=storable(error))
+        return cls("timed_out", error=error)
 
     @classmethod
     def cancelled(cls, error: str) -> JobOutcome:
         """Failed without running again (e.g. its fail-fast batch failed)."""
-        return cls("cancelled", error=storable(error))
+        return cls("cancelled", error=error)
 
 
 @dataclass
@@ -118,11 +150,12 @@ def check_outcome(outcome: JobOutcome) -> None:
     check_time(outcome.retry_at, "a retry time")
 
 
-def reaper_outcome(job, now: datetime) -> JobOutcome:
-    """The outcome the reaper records for a run whose lease expired."""
+def reaper_outcome(job, now: datetime, ended_by: str = AttemptEnd.LEASE_EXPIRED) -> JobOutcome:
+    """The outcome the reaper records for a run whose lease expired (the lifeline: whose
+    process died)."""
     if job.attempts >= job.max_attempts:
-        return JobOutcome.dead(LEASE_EXPIRED_ERROR)
-    return JobOutcome.retry(now, LEASE_EXPIRED_ERROR)
+        return JobOutcome("dead", error=LEASE_EXPIRED_ERROR, ended_by=ended_by)
+    return JobOutcome("retry", error=LEASE_EXPIRED_ERROR, retry_at=now, ended_by=ended_by)
 
 
 def plan_outcome(job, outcome: JobOutcome, now: datetime, rng: random.Random | None = None) -> Plan:

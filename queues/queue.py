@@ -20,15 +20,15 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
-from . import effects, schedule_sync, transitions, unique
+from . import effects, history, schedule_sync, transitions, unique
 from .clock import SYSTEM_CLOCK
 from .engine import ClaimParams, Match, Store, sql_store
 from .engine.base import age_key, claim_key
 from .enqueue import Enqueues
-from .enums import FAILURE_STATUSES, JobStatus
+from .enums import FAILURE_STATUSES, AttemptEnd, JobStatus
 from .exceptions import InvalidJobTransition, JobNotFound
 from .groups import BatchResult
-from .models import Batch, Job, QueuePause
+from .models import Batch, FailedAttempt, Job, QueuePause
 from .options import DequeueOptions
 from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
 from .runs import Runs
@@ -164,6 +164,7 @@ class JobQueue(Enqueues, Runs):
         now = self.now()
 
         def one_pass() -> int:
+            attempts: list[FailedAttempt] = []
             expired = self.store.lock_expired_leases(now, queue_name, REAPER_BATCH)
             found = self.store.find_jobs(Match(ids=[job_id for job_id, _ in expired]))
             jobs = {job.id: job for job in found}
@@ -174,9 +175,10 @@ class JobQueue(Enqueues, Runs):
                 job = jobs.get(job_id)
                 if job is None or job.run_token != token:
                     continue
-                recorded = self._record(job, reaper_outcome(job, now), now)
+                recorded = self._record(job, reaper_outcome(job, now), now, attempts)
                 if recorded is not None:
                     recovery.note(job_id, recorded)
+            self._insert_attempts(attempts)
             return len(expired)
 
         while self._atomic(one_pass) == REAPER_BATCH:
@@ -242,6 +244,8 @@ class JobQueue(Enqueues, Runs):
             blocked = lambda: bool(self.store.blocked([job.id]))  # noqa: E731
             fields = retry_fields(job, at or now, blocked)
             self._update(job, {**fields, **unique.retake(self.store, job, now)})
+            reason = "Retried by an operator while Running; this run's outcome is discarded"
+            self._note_ended_run(job, AttemptEnd.RETRIED, JobStatus.PENDING, reason, now)
             change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
             effects.apply_tallies(self.store, [change], now)
 
@@ -260,17 +264,27 @@ class JobQueue(Enqueues, Runs):
 
     def _fail_for_good(self, job_id, status: JobStatus, reason: str) -> None:
         now = self.now()
+        end = AttemptEnd.CANCELLED if status == JobStatus.FAILED else AttemptEnd.MARKED_DEAD
 
         def work():
             job = self._locked(job_id)
             old = job.status
-            self._update(job, fail_for_good_fields(job, status, reason, now))
+            fields = fail_for_good_fields(job, status, reason, now)
+            self._update(job, fields)
+            self._note_ended_run(job, end, status, fields["error_message"], now)
             job.status = status
             _, more = effects.after_terminal_failure(self.store, job, now)
             changes = [(job.batch_id, job.workflow_id, old, status), *more]
             effects.apply_tallies(self.store, changes, now)
 
         self._atomic(work)
+
+    def _note_ended_run(self, job: Job, end: str, status: str, reason, now) -> None:
+        """An operator's action ended the run of `job` (if it was Running): its history
+        row, on which its worker notes later how the handler ended."""
+        row = history.operator_row(job, end, status, reason, now)
+        if row is not None:
+            self.store.insert_attempts([row])
 
     def delete_job(self, job_id: UUID | str) -> None:
         """Delete a job that is not Running (and its dependency edges)."""
@@ -296,6 +310,10 @@ class JobQueue(Enqueues, Runs):
         return schedule_sync.sync(self, found)
 
     # Reads ------------------------------------------------------------------------------
+    def get_job_attempts(self, job_id: UUID | str) -> list[FailedAttempt]:
+        """The job's error history: a row per failed attempt, oldest first."""
+        return self.store.find_attempts(parse_job_id(job_id))
+
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
         validate_queue_name(queue_name)
         return self.store.count_jobs(queue_name)

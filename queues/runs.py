@@ -3,7 +3,8 @@ once over the store: `JobQueue` inherits it. Every write is fenced by the run's 
 reaped, released or operator-retried run writes nothing and is told so (None, False, LOST).
 
 The hot path is `finish_and_start_runs`: one transaction, one catalogue statement per claim
-for the plain completions and one for the start markers; the rest one fenced write each.
+for the plain completions and one for the start markers; the rest one fenced write each, and
+one INSERT for the error history of every run of the write that failed (`history`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from . import effects
+from . import effects, history
 from .enums import JobStatus
 from .groups import BATCH_FAILED, batch_failed_error
-from .models import Job
+from .models import FailedAttempt, Job
 from .outcomes import JobOutcome, RecordedOutcome, check_outcome, plan_outcome
 from .validation import positive_lease
 
@@ -44,6 +45,30 @@ class Runs:
         fields = {"lease_expires_at": now + positive_lease(lease), "last_heartbeat_at": now}
         return sum(self.store.update_runs(ids, token, fields) for token, ids in _by_claim(jobs))
 
+    def lost_runs(self, jobs: Sequence[Job]) -> set[UUID]:
+        """The ids of those of `jobs` whose run is no longer theirs: cancelled, marked dead,
+        retried or released by an operator, or taken back by the reaper (one read, for
+        every claim). A worker asks it to stop their handlers."""
+        mine = [job for job in jobs if job.run_token is not None]
+        if not mine:
+            return set()
+        running = self.store.running_tokens([job.id for job in mine])
+        return {job.id for job in mine if running.get(job.id) != job.run_token}
+
+    def record_handler_end(self, job: Job, end: str) -> bool:
+        """After `job`'s run was taken from its worker: note on the history row of that run
+        (its cancel, retry or rescue) how the handler ended (`HandlerEnd`: it stopped, or
+        was cut off at its timeout), and that this process ran it. False if the run has
+        no such row (it was released)."""
+        if job.run_token is None:
+            return False
+        fields = {
+            "handler_end": end,
+            "handler_ended_at": self.now(),
+            "worker": history.this_process(),
+        }
+        return bool(self.store.update_attempt(job.id, job.run_token, fields))
+
     def release_job_run(self, job: Job) -> bool:
         """Hand an unstarted claimed job back: Pending, attempt taken back, start cleared."""
         if job.run_token is None:
@@ -64,7 +89,14 @@ class Runs:
         if job.run_token is None:
             return None
         now = self.now()
-        return self._on_copies([job], lambda jobs: self._record(jobs[0], outcome, now))
+
+        def write(jobs: list[Job]) -> RecordedOutcome | None:
+            attempts: list[FailedAttempt] = []
+            recorded = self._record(jobs[0], outcome, now, attempts)
+            self._insert_attempts(attempts)
+            return recorded
+
+        return self._on_copies([job], write)
 
     def finish_job_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]]
@@ -90,12 +122,16 @@ class Runs:
         count = len(finished)
 
         def write(jobs: list[Job]):
-            recorded = self._record_many(list(zip(jobs[:count], outcomes, strict=True)), now)
-            return recorded, self._start_many(jobs[count:], now)
+            attempts: list[FailedAttempt] = []
+            finishing = list(zip(jobs[:count], outcomes, strict=True))
+            recorded = self._record_many(finishing, now, attempts)
+            answers = self._start_many(jobs[count:], now, attempts)
+            self._insert_attempts(attempts)
+            return recorded, answers
 
         return self._on_copies([*(job for job, _ in finished), *starting], write)
 
-    def _start_many(self, jobs: list[Job], now: datetime) -> list[str]:
+    def _start_many(self, jobs: list[Job], now: datetime, attempts: list) -> list[str]:
         started: dict[UUID, tuple[bool, bool]] = {}
         for token, ids in _by_claim(jobs):
             started.update(self.store.start_runs(ids, token, now))
@@ -113,19 +149,22 @@ class Runs:
             if paused:
                 answers[i] = RELEASED if self.release_job_run(job) else LOST
             elif batch_failed:
-                recorded = self._record(job, JobOutcome.cancelled(errors[job.batch_id]), now)
+                outcome = JobOutcome.cancelled(errors[job.batch_id])
+                recorded = self._record(job, outcome, now, attempts)
                 answers[i] = CANCELLED if recorded else LOST
             else:
                 answers[i] = STARTED
         return answers
 
-    def _record_many(self, finished, now: datetime) -> list[RecordedOutcome | None]:
+    def _record_many(
+        self, finished, now: datetime, attempts: list
+    ) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
         singles, plain = _split_finished(finished)
         for index in singles:
             job, outcome = finished[index]
             if job.run_token is not None:  # else recorded already, under another index
-                results[index] = self._record(job, outcome, now)
+                results[index] = self._record(job, outcome, now, attempts)
         parents: set[UUID] = set()
         for token, indexes in plain.items():
             ids = [finished[i][0].id for i in indexes]
@@ -145,12 +184,24 @@ class Runs:
                 results[i].unblocked = effects.release_dependents(self.store, job.id)
         return results
 
-    def _record(self, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome | None:
-        """The fenced write of `outcome` and its effects (inside the caller's transaction)."""
+    def _record(
+        self, job: Job, outcome: JobOutcome, now: datetime, attempts: list[FailedAttempt]
+    ) -> RecordedOutcome | None:
+        """The fenced write of `outcome` and its effects (inside the caller's transaction);
+        a failure's history row is added to `attempts`, which the caller inserts."""
         plan = plan_outcome(job, outcome, now, self.rng)
+        row = history.outcome_row(job, outcome, plan.status, now)  # while the run is set
         if not self.store.update_runs([job.id], job.run_token, plan.fields):
             return None
+        if row is not None:
+            attempts.append(row)
         return effects.record(self.store, job, plan, now)
+
+    def _insert_attempts(self, attempts: list[FailedAttempt]) -> None:
+        """The history rows of a write's failures: one INSERT for all of them, none if none
+        failed (a write of completions costs nothing more)."""
+        if attempts:
+            self.store.insert_attempts(attempts)
 
     def _on_copies[T](self, jobs: list[Job], write: Callable[[list[Job]], T]) -> T:
         """Run `write(copies of jobs)` in one transaction; the jobs take the new values only

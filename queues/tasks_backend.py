@@ -54,6 +54,14 @@ def format_error(exception_class_path: str, message: str, traceback: str) -> str
     return f"{summary}\n\n{traceback}"
 
 
+def attempt_error(row) -> TaskError:
+    """The `TaskError` of a row of the error history: the task's exception class and
+    traceback, or (a time-out, a rescue, a cancel) `TaskRunError` and the error."""
+    if row.exception_class:
+        return TaskError(exception_class_path=row.exception_class, traceback=row.traceback or "")
+    return TaskError(exception_class_path=f"{__name__}.TaskRunError", traceback=row.error or "")
+
+
 def parse_error(text: str) -> TaskError:
     head, sep, traceback = text.partition("\n\n")
     path = head.split(":", 1)[0].strip()
@@ -170,7 +178,7 @@ class HammerwebBackend(BaseTaskBackend):
         job = Job.objects.using(self.using).filter(id=job_id).first()
         if job is None or not is_task_job(job):
             raise TaskResultDoesNotExist(result_id)
-        return result_from_job(job)
+        return result_from_job(job, attempts=list(job.failed_attempts.order_by("id")))
 
 
 def task_of(job) -> Task:
@@ -191,9 +199,12 @@ def task_of(job) -> Task:
     return task
 
 
-def result_from_job(job, task: Task | None = None) -> TaskResult:
+def result_from_job(job, task: Task | None = None, attempts=None) -> TaskResult:
     """The `TaskResult` of a task's job, as it stands in the row (`task`: that of a job
-    that holds the unique key a task was enqueued with, whatever the job runs)."""
+    that holds the unique key a task was enqueued with, whatever the job runs); its `errors`
+    are those of `attempts` (the job's error history, oldest first) if it has any, else the
+    row's last error. The worker builds one for every task it runs, without the history (no
+    read)."""
     status = _STATUS[JobStatus(job.status)]
     if job.status == JobStatus.ARCHIVED and job.completed_at is None:
         status = TaskResultStatus.FAILED
@@ -214,10 +225,16 @@ def result_from_job(job, task: Task | None = None) -> TaskResult:
         args=job.payload.get("args", []) if spec is not None else [],
         kwargs=job.payload.get("kwargs", {}) if spec is not None else {},
         backend=spec.get("backend", "default") if spec is not None else task.backend,
-        errors=[parse_error(job.error_message)] if job.error_message else [],
+        errors=_errors(job, attempts),
         # Hammerweb counts attempts but does not record who made each one.
         worker_ids=[f"attempt-{n}" for n in range(1, job.attempts + 1)],
     )
     if status == TaskResultStatus.SUCCESSFUL:
         object.__setattr__(result, "_return_value", job.result)
     return result
+
+
+def _errors(job, attempts) -> list[TaskError]:
+    if attempts:
+        return [attempt_error(row) for row in attempts]
+    return [parse_error(job.error_message)] if job.error_message else []

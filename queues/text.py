@@ -21,6 +21,10 @@ import re
 
 #: The longest error message or traceback stored, in characters.
 MAX_STORED_TEXT = 65_536
+#: The longest traceback kept in the error history (`FailedAttempt.traceback`), in
+#: characters: a failing queue writes one per failure, and the head (the outer frames) and
+#: the tail (the inner frames and the exception) are what a reader looks for.
+MAX_TRACEBACK = 16_384
 #: The longest label stored (who paused a queue, who ran the reaper): their columns' size.
 MAX_LABEL = 255
 REPLACEMENT = "\ufffd"

@@ -5,10 +5,12 @@ from __future__ import annotations
 from .executor import JobError, RunawayHandler
 from .rate_limit import RateLimit, RateLimiter
 from .registry import NoHandler, autodiscover, dispatch, handler_for, job_handler
+from .tasks import HammerwebTaskContext
 from .throttle import Throttle, ThrottleConfig
 from .worker import Worker, WorkerStats
 
 __all__ = [
+    "HammerwebTaskContext",
     "JobError",
     "NoHandler",
     "RateLimit",

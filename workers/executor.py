@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import timedelta
+from traceback import format_exception
 from typing import Any, NamedTuple
 
 from asgiref.sync import sync_to_async
@@ -35,7 +36,16 @@ class DatabaseLost(Exception):
 
 
 class JobError(Exception):
-    """Raise from a handler to fail its run with exactly this message (no class name)."""
+    """Raise from a handler to fail its run with exactly this message (no class name).
+    `exception_class` (a dotted path) and `traceback`, if given, are what the error history
+    records for it instead of its own (the django.tasks path gives the task's)."""
+
+    def __init__(
+        self, message: str = "", *, exception_class: str | None = None, traceback=None
+    ) -> None:
+        super().__init__(message)
+        self.exception_class = exception_class
+        self.traceback = traceback
 
 
 class RunawayHandler(Exception):
@@ -62,12 +72,14 @@ class Execution(NamedTuple):
 
 class EventLoop:
     """One event loop in its own thread, started on first use, for every async handler of
-    a worker run. Coroutines from any slot thread are scheduled on it."""
+    a worker run. Coroutines from any slot thread are scheduled on it; `cancel(job)`
+    cancels the task of the job's handler."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._tasks: dict = {}  # job id -> the task of its handler; used on the loop only
 
     def _ensure(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -86,13 +98,38 @@ class EventLoop:
         finally:
             connection.close()
 
-    def run(self, awaitable, timeout: float | None) -> Any:
-        future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), self._ensure())
+    def run(self, awaitable, timeout: float | None, job: Job) -> Any:
+        future = asyncio.run_coroutine_threadsafe(self._awaited(awaitable, job), self._ensure())
         try:
             return future.result(timeout)
         except FutureTimeout:
             future.cancel()  # cancels the task on the loop: async handlers really stop
             raise HandlerTimeout from None
+
+    async def _awaited(self, awaitable, job: Job):
+        task = asyncio.current_task()
+        self._tasks[job.id] = task
+        if job.cancel_requested():  # asked before the task existed: `cancel` missed it
+            task.cancel()
+        try:
+            return await _awaited(awaitable)
+        finally:
+            self._tasks.pop(job.id, None)
+
+    def cancel(self, job: Job) -> None:
+        """Cancel the task of `job`'s async handler, if one is running (the handler gets a
+        CancelledError at its current await). Call it once `job.cancel_requested()`."""
+        loop = self._loop
+        try:
+            if loop is not None:
+                loop.call_soon_threadsafe(self._cancel_task, job.id)
+        except RuntimeError:  # the loop closed meanwhile: the run is over, and its tasks
+            pass
+
+    def _cancel_task(self, job_id) -> None:
+        task = self._tasks.get(job_id)
+        if task is not None:
+            task.cancel()
 
     def close(self) -> None:
         with self._lock:
@@ -172,7 +209,7 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
         else:
             value = _call_in_thread(handler, job, seconds)
         if inspect.isawaitable(value):
-            value = loop.run(value, seconds)
+            value = loop.run(value, seconds, job)
     except HandlerTimeout as exc:
         return Execution(JobOutcome.timed_out(f"Job timed out after {seconds:g}s"), exc.thread)
     except DatabaseLost as exc:
@@ -184,8 +221,22 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
         raise
     except BaseException as exc:  # SystemExit from a handler fails its job, not the worker
         logger.info("job %s on %s failed: %r", job.id, job.queue_name, exc)
-        return Execution(JobOutcome.failed(describe(exc)))
+        return Execution(failure(exc))
     return Execution(JobOutcome.completed(value))
+
+
+def failure(exc: BaseException) -> JobOutcome:
+    """The failed outcome of a run that raised `exc`: its message, and for the error history
+    its class and traceback (the queue cleans and cuts them)."""
+    given = exc.exception_class if isinstance(exc, JobError) else None
+    if given:
+        return JobOutcome.failed(describe(exc), exc.traceback, given)
+    kind = type(exc)
+    try:
+        trace = "".join(format_exception(exc))
+    except Exception:  # as for its message: a traceback that cannot be drawn is no reason
+        trace = None
+    return JobOutcome.failed(describe(exc), trace, f"{kind.__module__}.{kind.__qualname__}")
 
 
 def describe(exc: BaseException) -> str:

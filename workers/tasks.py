@@ -1,10 +1,12 @@
 """Running django.tasks jobs in the worker, with Django's `task_started` and
 `task_finished` signals. An async task is returned as a coroutine, so that it runs on the
-worker's event loop (and its timeout can cancel it)."""
+worker's event loop (and its timeout or a cancel can cancel it); a task that takes its
+context can ask it whether its run was cancelled (`context.cancel_requested()`)."""
 
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, field
 from traceback import format_exception
 
 from django.tasks.base import TaskContext, TaskError, TaskResult, TaskResultStatus
@@ -17,7 +19,19 @@ from queues.tasks_backend import TASK_KEY, format_error, is_task_job, result_fro
 
 from .executor import JobError
 
-__all__ = ["is_task_job", "run_task_job"]
+__all__ = ["HammerwebTaskContext", "is_task_job", "run_task_job"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HammerwebTaskContext(TaskContext):
+    """The context a `@task(takes_context=True)` function gets: Django's, and whether its
+    run was cancelled (or taken from its worker) while it runs, as `Job.cancel_requested`
+    tells a handler."""
+
+    job: Job = field(repr=False, compare=False)
+
+    def cancel_requested(self) -> bool:
+        return self.job.cancel_requested()
 
 
 def run_task_job(job: Job):
@@ -26,7 +40,7 @@ def run_task_job(job: Job):
     sender = type(task.get_backend())
     call_args = list(result.args)
     if job.payload[TASK_KEY].get("takes_context"):
-        call_args.insert(0, TaskContext(task_result=result))
+        call_args.insert(0, HammerwebTaskContext(task_result=result, job=job))
     task_started.send(sender=sender, task_result=result)
 
     if inspect.iscoroutinefunction(task.func):
@@ -69,4 +83,5 @@ def _failed(sender, result: TaskResult, exc: BaseException):
     object.__setattr__(result, "status", TaskResultStatus.FAILED)
     object.__setattr__(result, "finished_at", timezone.now())
     task_finished.send(sender=sender, task_result=result)
-    raise JobError(format_error(path, str(exc), traceback)) from exc
+    message = format_error(path, str(exc), traceback)
+    raise JobError(message, exception_class=path, traceback=traceback) from exc

@@ -13,6 +13,7 @@ from queues.api import JobQueue, PriorityWeights
 from queues.options import DEFAULT_LEASE, MAX_BATCH_SIZE
 from queues.validation import validate_queue_name
 
+from .heartbeat import DEFAULT_CHECK_INTERVAL
 from .rate_limit import RateLimit, RateLimiter
 from .throttle import Throttle, ThrottleConfig
 
@@ -77,6 +78,7 @@ class Worker:
         priority_weights: PriorityWeights | None = None,
         burst: bool = False,
         claimed_by: UUID | None = None,
+        cancel_check_interval: timedelta | None = DEFAULT_CHECK_INTERVAL,
     ) -> None:
         if not callable(handler):
             raise TypeError("handler must be callable")
@@ -96,6 +98,7 @@ class Worker:
         self.with_priority_weights(priority_weights)
         self.with_burst(burst)
         self.with_claimed_by(claimed_by)
+        self.with_cancel_check_interval(cancel_check_interval)
         if rate_limit is not None:
             self.with_rate_limit(rate_limit)
         if throttle_config is not None:
@@ -150,6 +153,15 @@ class Worker:
         self.claimed_by = process_id
         return self
 
+    def with_cancel_check_interval(self, interval: timedelta | None) -> Worker:
+        """How often, while handlers run, one read asks whether their runs are still this
+        worker's (an operator's cancel reaches a handler within about this long); None: only
+        at the heartbeats (a third of the lease)."""
+        self.cancel_check_interval = (
+            None if interval is None else _duration(interval, "cancel_check_interval")
+        )
+        return self
+
     def with_rate_limit(self, limit: RateLimit) -> Worker:
         if not isinstance(limit, RateLimit):
             raise TypeError("expected a RateLimit")
@@ -185,6 +197,9 @@ class Worker:
             "lease_duration": self.lease_duration.total_seconds(),
             "shutdown_grace_period": self.shutdown_grace_period.total_seconds(),
             "burst": self.burst,
+            "cancel_check_interval": self.cancel_check_interval.total_seconds()
+            if self.cancel_check_interval
+            else None,
         }
 
     # Running ------------------------------------------------------------------------------

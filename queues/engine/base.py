@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
+from ..models import Batch, FailedAttempt, Job, QueuePause, ReaperRun, Workflow
 
 #: A batch or a workflow: the rows that tally jobs.
 Group = Batch | Workflow
@@ -140,6 +140,9 @@ class Store(Protocol):
         """Lock up to `limit` runs whose lease expired before `now`, earliest first, skipping
         locked rows: [(id, run token)]."""
 
+    def running_tokens(self, ids: Collection[UUID]) -> dict[UUID, UUID]:
+        """The run token of each of `ids` that is Running (one read, no lock)."""
+
     # Jobs ---------------------------------------------------------------------------------
     def insert_jobs(self, jobs: Sequence[Job]) -> None:
         """Insert jobs and their dependency edges; a taken id or unique slot raises
@@ -155,7 +158,8 @@ class Store(Protocol):
         """Set `fields` on the matching jobs (unfenced: the caller holds their locks)."""
 
     def delete_jobs(self, match: Match) -> int:
-        """Delete the matching jobs and their dependency edges both ways; how many."""
+        """Delete the matching jobs, their dependency edges both ways and their error
+        history; how many jobs."""
 
     def count_jobs(self, queue: str) -> dict[str, int]:
         """Exact counts of `queue`'s jobs by status (every status, zeros included)."""
@@ -163,6 +167,16 @@ class Store(Protocol):
     def declared_jobs(self) -> list[Job]:
         """Every job that has a schedule name (a declared schedule's), without a scan of the
         jobs table: they are recurring jobs."""
+
+    # The error history --------------------------------------------------------------------
+    def insert_attempts(self, rows: Sequence[FailedAttempt]) -> None:
+        """Insert history rows of existing jobs, in one statement (up to 500 rows)."""
+
+    def find_attempts(self, job_id: UUID) -> list[FailedAttempt]:
+        """The job's history rows, in the order they were inserted."""
+
+    def update_attempt(self, job_id: UUID, token: UUID, fields: Mapping[str, Any]) -> int:
+        """Set `fields` on the history rows of the job's run `token`; how many."""
 
     # Dependencies -------------------------------------------------------------------------
     def dependents(self, ids: Collection[UUID]) -> set[UUID]:

@@ -15,7 +15,7 @@ from django.db.models import F, Q
 
 from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
-from ..models import Job, JobDependency, QueuePause, ReaperRun
+from ..models import FailedAttempt, Job, JobDependency, QueuePause, ReaperRun
 from ..sql import queries_for, statements
 from . import session
 from .base import ClaimParams, Group, Match
@@ -130,6 +130,10 @@ class SqlStore:
             rows = cursor.fetchall()
         return [(self.read_uuid(job_id), self.read_uuid(token)) for job_id, token in rows]
 
+    def running_tokens(self, ids) -> dict[uuid.UUID, uuid.UUID]:
+        running = self._jobs().filter(id__in=list(ids), status=JobStatus.RUNNING)
+        return dict(running.values_list("id", "run_token"))
+
     def complete_runs(self, ids, token, now) -> dict[uuid.UUID, bool]:
         rows = self._write_runs("complete_runs", ids, token, now)
         return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}
@@ -216,7 +220,8 @@ class SqlStore:
         return self._jobs(match).update(**fields)
 
     def delete_jobs(self, match: Match) -> int:
-        # Django deletes the dependency edges (on_delete=CASCADE) in the same transaction.
+        # Django deletes the dependency edges and the history rows (on_delete=CASCADE: one
+        # DELETE each) in the same transaction.
         _, deleted = self._jobs(match).delete()
         return deleted.get(Job._meta.label, 0)
 
@@ -231,6 +236,19 @@ class SqlStore:
         recurring = Q(recurring=True) | Q(recurring=False, next_run_at__isnull=False)
         jobs = self._jobs().filter(recurring, cron_schedule__isnull=False)
         return list(jobs.filter(schedule_name__isnull=False))
+
+    # The error history ------------------------------------------------------------------
+    def _attempts(self):
+        return FailedAttempt.objects.using(self.using)
+
+    def insert_attempts(self, rows: Sequence[FailedAttempt]) -> None:
+        self._attempts().bulk_create(rows, batch_size=INSERT_BATCH)
+
+    def find_attempts(self, job_id) -> list[FailedAttempt]:
+        return list(self._attempts().filter(job_id=job_id).order_by("id"))
+
+    def update_attempt(self, job_id, token, fields: Mapping) -> int:
+        return self._attempts().filter(job_id=job_id, run_token=token).update(**fields)
 
     # Dependencies -----------------------------------------------------------------------
     def _edges(self):

@@ -1,5 +1,5 @@
 """The memory store: the `Store` protocol in plain dicts (jobs, dependency edges, batches,
-workflows, pauses, reaper runs), under `TestQueue`.
+workflows, pauses, reaper runs, the error history), under `TestQueue`.
 
 It behaves as the database does: every operation holds the store's lock, so each is atomic;
 `atomic` holds it for a whole transaction and undoes the transaction's writes if it raises;
@@ -24,11 +24,12 @@ from django.utils import timezone
 
 from ..engine.base import ClaimParams, Match, claim_key
 from ..enums import FAILURE_STATUSES, BatchStatus, DependencyStatus, JobStatus, PartialFailureMode
-from ..models import Batch, Job, QueuePause, ReaperRun, Workflow
+from ..models import Batch, FailedAttempt, Job, QueuePause, ReaperRun, Workflow
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
 _JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on", "unique_scope")
 _COLUMNS = [field.attname for field in Job._meta.concrete_fields]
+_ATTEMPT_COLUMNS = [field.attname for field in FailedAttempt._meta.concrete_fields]
 _CLAIMABLE_DEPENDENCY = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
 _MISSING = object()
 #: The columns of a run, cleared when it is handed back.
@@ -96,6 +97,8 @@ class MemoryStore:
         self.workflows: dict[UUID, Workflow] = {}
         self.pauses: dict[str, QueuePause] = {}
         self.reaper_rows: dict[int, ReaperRun] = {}
+        self.attempts: dict[UUID, list[FailedAttempt]] = {}  # a job -> its history rows
+        self._attempt_ids = 0
         self._lock = threading.RLock()
         self._undo: list[Callable[[], None]] | None = None  # the open transaction's
 
@@ -223,6 +226,10 @@ class MemoryStore:
             self._set(job, {"status": JobStatus.PENDING, "attempts": job.attempts - 1, **_UNRUN})
         return len(runs)
 
+    def running_tokens(self, ids) -> dict[UUID, UUID]:
+        rows = (self.jobs.get(job_id) for job_id in ids)
+        return {job.id: job.run_token for job in rows if job and job.status == JobStatus.RUNNING}
+
     def lock_expired_leases(self, now, queue, limit) -> list[tuple[UUID, UUID]]:
         expired = [
             job
@@ -289,6 +296,7 @@ class MemoryStore:
                 self._put(self.parents, child, [p for p in self.parents[child] if p != job.id])
             self._put(self.parents, job.id, _MISSING)
             self._put(self.children, job.id, _MISSING)
+            self._put(self.attempts, job.id, _MISSING)
         return len(rows)
 
     def count_jobs(self, queue: str) -> dict[str, int]:
@@ -300,6 +308,27 @@ class MemoryStore:
 
     def declared_jobs(self) -> list[Job]:
         return copied([job for job in self.jobs.values() if job.schedule_name is not None])
+
+    # The error history ------------------------------------------------------------------
+    def insert_attempts(self, rows) -> None:
+        missing = [row.job_id for row in rows if row.job_id not in self.jobs]
+        if missing:  # as the database's foreign key refuses it
+            raise IntegrityError(f"no job {missing[0]}")
+        for row in rows:
+            self._attempt_ids += 1  # ids are not reused, even if the transaction is undone
+            stored = copied(row)
+            self._set(stored, {name: getattr(row, name) for name in _ATTEMPT_COLUMNS})
+            stored.id = self._attempt_ids
+            self._put(self.attempts, row.job_id, [*self.attempts.get(row.job_id, []), stored])
+
+    def find_attempts(self, job_id) -> list[FailedAttempt]:
+        return copied(list(self.attempts.get(job_id, [])))
+
+    def update_attempt(self, job_id, token, fields) -> int:
+        rows = [row for row in self.attempts.get(job_id, []) if row.run_token == token]
+        for row in rows:
+            self._set(row, fields)
+        return len(rows)
 
     # Dependencies -----------------------------------------------------------------------
     def dependents(self, ids) -> set[UUID]:

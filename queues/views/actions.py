@@ -10,6 +10,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
+from ..enums import JobStatus
 from ..exceptions import QueueError
 from .access import action, notice
 
@@ -41,14 +42,26 @@ def resume(request, queue):
     return notice(request, f"Resumed {name}.")
 
 
+def _told(verb: str, request) -> dict:
+    """What the engine is told besides the job: who cancelled it and why (the why is the
+    answer to the button's prompt, or the form's `reason`)."""
+    if verb != "cancel":
+        return {}
+    reason = f"Cancelled by {request.user.get_username()} in the dashboard"
+    why = (request.htmx.prompt if request.htmx else None) or request.POST.get("reason") or ""
+    return {"reason": f"{reason}: {why.strip()}" if why.strip() else reason}
+
+
 def _job_action(verb: str):
     permission, method, done = JOB_ACTIONS[verb]
 
     @action(permission)
     def view(request, queue, job_id):
         job = queue.get_job(job_id)
-        getattr(queue, method)(job_id)
+        getattr(queue, method)(job_id, **_told(verb, request))
         text = f"Job {job_id} {done}."
+        if verb == "cancel" and job is not None and job.status == JobStatus.RUNNING:
+            text += " Its worker asks its handler to stop within a few seconds."
         if verb != "delete" or job is None:
             return notice(request, text)
         # The job's page is gone: show the message on its queue's page.
@@ -78,9 +91,10 @@ def bulk(request, queue):
     if not ids:
         return notice(request, "Select some jobs first.", messages.WARNING)
     refused = []
+    told = _told(verb, request)
     for job_id in ids:
         try:
-            getattr(queue, method)(job_id)
+            getattr(queue, method)(job_id, **told)
         except QueueError as exc:
             refused.append(str(exc))
     ok = len(ids) - len(refused)

@@ -11,6 +11,7 @@ from ..enums import PRIORITY_CHOICES, JobStatus
 from ..exceptions import InvalidQueueName
 from ..listing import JobFilter, list_jobs
 from ..models import Job, JobDependency, QueuePause
+from ..timeline import Timeline
 from ..validation import validate_queue_name
 from .access import page
 
@@ -49,7 +50,7 @@ def queue_detail(request, name: str):
     }
 
 
-@page(live=("job-live",))
+@page(live=("job-live", "job-attempts"))
 def job_detail(request, job_id):
     job = get_object_or_404(Job.objects.select_related("batch", "workflow"), id=job_id)
     parents = (
@@ -73,5 +74,6 @@ def job_detail(request, job_id):
         and job.lease_expires_at is not None
         and job.lease_expires_at < timezone.now(),
         "actions": transitions.offered(job),
+        "timeline": Timeline(job.id),
         "now": now,
     }

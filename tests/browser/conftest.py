@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -55,8 +56,47 @@ def staff(transactional_db):
     return User.objects.create_superuser("browser", "browser@example.com", PASSWORD)
 
 
+class InFlight:
+    """Counts the live server's requests being served (it serves each in a thread)."""
+
+    def __init__(self, httpd) -> None:
+        self.count = 0
+        self.idle = threading.Condition()
+        serve = httpd.process_request_thread
+
+        def counted(*args):
+            with self.idle:
+                self.count += 1
+            try:
+                serve(*args)
+            finally:
+                with self.idle:
+                    self.count -= 1
+                    self.idle.notify_all()
+
+        httpd.process_request_thread = counted
+
+    def wait_idle(self, timeout: float) -> bool:
+        with self.idle:
+            return self.idle.wait_for(lambda: self.count == 0, timeout)
+
+
 @pytest.fixture
-def page(browser, live_server, staff):
+def quiet_server(live_server, transactional_db):
+    """After the test (its page closed), wait for the live server's requests still being
+    served: a poll of the page's live regions sent just before it closed still runs its
+    queries, and the flush of the test database (one TRUNCATE of every table) then
+    deadlocks with it on PostgreSQL."""
+    httpd = live_server.thread.httpd
+    in_flight = getattr(httpd, "_in_flight", None)
+    if in_flight is None:
+        in_flight = httpd._in_flight = InFlight(httpd)
+    yield
+    assert in_flight.wait_idle(30), "the live server's requests did not end"
+
+
+@pytest.fixture
+def page(browser, live_server, staff, quiet_server):
     """A logged-in page at 1280 px."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()

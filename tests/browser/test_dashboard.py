@@ -100,7 +100,7 @@ def test_queue_page_filters_and_bulk_retries(sample, page, live_server):
     expect(rows).to_have_count(dead - 2)
 
 
-def test_overview_fits_a_phone(sample, browser, live_server, staff):
+def test_overview_fits_a_phone(sample, browser, live_server, staff, quiet_server):
     from .conftest import log_in
 
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)

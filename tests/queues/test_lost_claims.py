@@ -18,6 +18,7 @@ import queues.queue
 from queues.api import DequeueOptions, JobPriority, JobStatus, PriorityWeights, TestQueue
 
 from .conftest import aged_job, unique_queue
+from .recording import Recording
 
 STRICT = DequeueOptions.batch(3)
 WEIGHTED = STRICT.with_priority_weights(PriorityWeights())
@@ -137,24 +138,6 @@ def test_the_retry_of_a_claim_that_never_reached_the_store_claims(queue):
     assert [job.id for job in claimed] == ids[:3]
     assert all(job.run_token == token and job.attempts == 1 for job in claimed)
     assert _running(queue, name) == 3
-
-
-class Recording:
-    """The store, with the name of every operation called on it recorded."""
-
-    def __init__(self, store) -> None:
-        self.store, self.calls = store, []
-
-    def __getattr__(self, name):
-        attr = getattr(self.store, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args, **kwargs):
-            self.calls.append(name)
-            return attr(*args, **kwargs)
-
-        return call
 
 
 def _cost(queue, name: str, **kwargs) -> tuple[list[str], int]:

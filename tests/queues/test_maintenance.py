@@ -9,7 +9,7 @@ import pytest
 from queues import completions
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, JobStatus, MockClock
 from queues.maintenance import Pruner, Reaper
-from queues.models import ReaperRun, WorkerProcess
+from queues.models import FailedAttempt, ReaperRun, WorkerProcess
 from tests.conftest import unique_queue
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +108,20 @@ def test_reaper_takes_back_expired_leases_and_says_who_ran_it():
 def test_pruner_validates_its_settings(kwargs):
     with pytest.raises(ValueError):
         Pruner(JobQueue(), **kwargs)
+
+
+def test_pruner_deletes_the_history_with_its_jobs_and_old_rows_of_kept_jobs():
+    clock = MockClock()
+    queue = JobQueue(clock=clock)
+    name = unique_queue("prune_history")
+    (old_dead,) = finished_jobs(queue, name, JobOutcome.failed("boom"), 1)
+    recurring = queue.enqueue(Job(queue_name=name, cron_schedule="* * * * *"))
+    clock.advance(timedelta(minutes=2))
+    queue.finish_job_run(queue.dequeue_one(name), JobOutcome.failed("nightly run failed"))
+    clock.advance(timedelta(days=8, minutes=2))
+    queue.finish_job_run(queue.dequeue_one(name), JobOutcome.failed("failed again"))
+
+    result = Pruner(queue, older_than=timedelta(days=7), batch_size=1).run_once()
+    assert result.jobs == 1 and result.failed_attempts == 1
+    assert FailedAttempt.objects.filter(job_id=old_dead).count() == 0
+    assert [row.error for row in queue.get_job_attempts(recurring)] == ["failed again"]

@@ -15,7 +15,7 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskRes
 from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.utils import timezone
 
-from queues.api import JobPriority, JobQueue, JobStatus
+from queues.api import JobPriority, JobQueue, JobStatus, MockClock
 from queues.tasks_backend import HammerwebBackend, job_priority
 from workers.api import Worker, dispatch
 
@@ -235,3 +235,31 @@ def test_worker_runs_tasks_and_sends_the_signals(hammerweb):
             ("started", HammerwebBackend, result.id, TaskResultStatus.RUNNING),
             ("finished", HammerwebBackend, result.id, ok),
         ]
+
+
+@pytest.mark.django_db(transaction=True)  # the handler's call closes its thread's connection
+def test_a_tasks_errors_are_those_of_every_failed_attempt(settings):
+    from workers.executor import EventLoop, execute
+
+    settings.TASKS = {
+        "default": {"BACKEND": HAMMERWEB, "QUEUES": [], "OPTIONS": {"MAX_ATTEMPTS": 2}}
+    }
+    result = tasks.failing_task_value_error.enqueue()
+    queue, loop = JobQueue(clock=MockClock()), EventLoop()
+    try:
+        for attempt in (1, 2):
+            queue.clock.advance(timedelta(hours=2))  # past the first attempt's backoff
+            (job,) = queue.dequeue("default")
+            assert job.attempts == attempt
+            queue.finish_job_run(job, execute(dispatch, job, None, loop).outcome)
+    finally:
+        loop.close()
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED and result.attempts == 2
+    assert [error.exception_class for error in result.errors] == [ValueError, ValueError]
+    for error in result.errors:
+        assert error.traceback.startswith("Traceback (most recent call last):")
+        assert "ValueError: This task failed due to ValueError" in error.traceback
+    (row, _) = queue.get_job_attempts(result.id)
+    assert row.error == "builtins.ValueError: This task failed due to ValueError"
+    assert row.exception_class == "builtins.ValueError"

@@ -19,6 +19,9 @@ from django.tasks import task
 from workers.api import job_handler
 
 WORK_QUEUE = "sub_work"
+#: The queues of the cancel tests: an async handler, a sync one that polls the request, one
+#: that ignores it (give its jobs a timeout).
+CANCEL_ASYNC, CANCEL_POLL, CANCEL_IGNORE = "sub_cancel_async", "sub_cancel_poll", "sub_cancel_ign"
 
 
 def _log(path: str | None, line: str) -> None:
@@ -56,3 +59,54 @@ async def multiply_async(a, b):
 @task(queue_name=WORK_QUEUE)
 def explode(message):
     raise ValueError(message)
+
+
+# Cancels: each handler logs `start <id> <pid>`, then how it ended: `cancelled <id>` (its task
+# was cancelled), `stopped <id>` (it saw the request) or `done <id>` (it ran to its end).
+@job_handler(CANCEL_ASYNC)
+async def sleeps_until_cancelled(job):
+    log = job.payload.get("log")
+    _log(log, f"start {job.id} {os.getpid()}")
+    try:
+        await asyncio.sleep(float(job.payload.get("seconds", 60)))
+    except asyncio.CancelledError:
+        _log(log, f"cancelled {job.id}")
+        raise
+    _log(log, f"done {job.id}")
+    return {"slept": True}
+
+
+@job_handler(CANCEL_POLL)
+def works_until_asked(job):
+    log = job.payload.get("log")
+    _log(log, f"start {job.id} {os.getpid()}")
+    deadline = time.monotonic() + float(job.payload.get("seconds", 60))
+    while time.monotonic() < deadline:
+        if job.cancel_requested():
+            _log(log, f"stopped {job.id}")
+            return {"stopped": True}
+        time.sleep(0.01)
+    _log(log, f"done {job.id}")
+    return {"stopped": False}
+
+
+@job_handler(CANCEL_IGNORE)
+def ignores_the_request(job):
+    log = job.payload.get("log")
+    _log(log, f"start {job.id} {os.getpid()}")
+    time.sleep(float(job.payload.get("seconds", 0)))
+    _log(log, f"done {job.id}")
+    return {"ignored": True}
+
+
+@task(queue_name=CANCEL_POLL, takes_context=True)
+def polls_its_context(context, log, seconds):
+    _log(log, f"start {context.task_result.id} {os.getpid()}")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if context.cancel_requested():
+            _log(log, f"stopped {context.task_result.id}")
+            return "stopped"
+        time.sleep(0.01)
+    _log(log, f"done {context.task_result.id}")
+    return "done"

@@ -3,7 +3,8 @@
 - the claimer (this thread) claims batches sized by the free capacity (claimer.py);
 - `batch_concurrency` slots run the held jobs (slots.py);
 - the writer records the slots' outcomes and starts with group commit (writer.py);
-- the heartbeat keeps the lease of every held or running job (../heartbeat.py);
+- the heartbeat keeps the lease of every held or running job, and stops the handlers of
+  runs taken from this worker (cancelled, retried, reaped) (../heartbeat.py);
 - the watcher turns the caller's stop into a wake-up of every waiter.
 
 The state they share and its lock are in state.py; the end of a run in shutdown.py.
@@ -18,7 +19,7 @@ from queues.api import DequeueOptions
 
 from ..executor import EventLoop, RunawayHandler
 from ..faults import close_connection
-from ..heartbeat import beat_until
+from ..heartbeat import Heartbeat
 from .allowance import Allowance
 from .claimer import Claimer
 from .shutdown import shut_down
@@ -46,10 +47,19 @@ class WorkerRun:
     def run(self) -> None:
         worker, state = self.worker, self.state
         name = worker.queue_name
-        heartbeat = (state.finished, worker.queue, worker.lease_duration, state.in_flight)
+        heartbeat = Heartbeat(
+            worker.queue,
+            worker.lease_duration,
+            state.in_flight,
+            state.running_jobs,
+            self._stop_handler,
+            worker.cancel_check_interval,
+        )
         threads = [
             threading.Thread(target=self._watch, name=f"{name}-watch"),
-            threading.Thread(target=beat_until, args=heartbeat, name=f"{name}-heartbeat"),
+            threading.Thread(
+                target=heartbeat.run, args=(state.finished,), name=f"{name}-heartbeat"
+            ),
             threading.Thread(target=self.writer.run, name=f"{name}-writer"),
         ]
         threads += [
@@ -82,6 +92,22 @@ class WorkerRun:
             if self.state.finished.is_set():
                 return
         self.state.set_stopping()
+
+    def _stop_handler(self, job) -> None:
+        """`job`'s run was taken from this worker (cancelled, retried, released, reaped)
+        while its handler runs: ask the handler to stop. A sync one sees it in
+        `job.cancel_requested()`, an async one's task is cancelled; its slot notes how it
+        ended and writes nothing else of its run (see slots.py)."""
+        if job.cancel_requested():
+            return  # asked already
+        logger.info(
+            "job %s of %s: its run is no longer this worker's (cancelled, retried or taken "
+            "back); its handler is asked to stop",
+            job.id,
+            self.worker.queue_name,
+        )
+        job._cancel_requested = True  # the flag `Job.cancel_requested` reads
+        self.loop.cancel(job)
 
     def _runaway(self, job, thread: threading.Thread) -> None:
         """A slot's handler thread did not come back: stop claiming and drain; `run` then

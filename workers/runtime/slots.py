@@ -7,6 +7,10 @@ A sync handler that runs past its timeout is recorded TimedOut, but Python canno
 thread: the slot waits for it (it still holds the slot's share of the concurrency) for the
 grace period. A thread that has not come back by then is a runaway: the run stops claiming,
 drains and ends with `RunawayHandler`, so that the process exits and a fresh one takes over.
+
+A run taken from the worker while its handler runs (cancelled, retried, reaped: the heartbeat
+asked the handler to stop) is not handed to the writer, whose fenced write would miss: the
+slot notes how the handler ended on the run's history row and takes the next job.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import threading
 import time
 
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
+from queues.enums import HandlerEnd
 from queues.outcomes import check_outcome
 
 from ..connections import close_all
@@ -59,6 +64,11 @@ class Slot:
                     self._done(job)
                     job = None
                     continue
+                if job.cancel_requested():
+                    if not self._taken_away(job, execution):
+                        return
+                    job = None
+                    continue
                 # Wait for the write before running the next job: a fail-fast batch must
                 # have failed, and a sequential batch's previous job must have completed,
                 # before this slot starts another. Slots waiting together share a write.
@@ -66,7 +76,7 @@ class Slot:
                 straggler = execution.straggler
                 request = self._hand_in(job, execution.outcome, take_next=straggler is None)
                 job = self._started(request)
-                if straggler is not None and not self._came_back(request, straggler):
+                if straggler is not None and not self._came_back(request.finished[0], straggler):
                     return
         finally:
             close_all()
@@ -110,9 +120,31 @@ class Slot:
             return Execution(JobOutcome.failed(str(exc)), execution.straggler)
         return execution
 
-    def _came_back(self, request: Request, thread: threading.Thread) -> bool:
+    def _taken_away(self, job: Job, execution: Execution) -> bool:
+        """The run of `job` was taken from this worker while its handler ran (cancelled,
+        retried, reaped): nothing of its outcome is written (the run is fenced out); the
+        history row of its end says how the handler ended, and the slot is free as soon as
+        the handler is back. False if its thread is still running after the grace period."""
+        outcome = execution.outcome
+        cut_off = execution.straggler is not None or (
+            isinstance(outcome, JobOutcome) and outcome.kind == "timed_out"
+        )
+        end = HandlerEnd.CUT_OFF if cut_off else HandlerEnd.STOPPED
+        try:
+            self.worker.queue.record_handler_end(job, end)
+        except Exception:  # a note after the fact: the run itself is already recorded
+            logger.warning("job %s: noting how its handler ended failed", job.id, exc_info=True)
+        logger.info(
+            "job %s: its handler %s after its run was taken away; its outcome is discarded",
+            job.id,
+            "was cut off at its timeout" if cut_off else "stopped",
+        )
+        self.state.stats.add(processed=1, failed=1)  # its run ended without completing
+        self._done(job)
+        return execution.straggler is None or self._came_back(job, execution.straggler)
+
+    def _came_back(self, job: Job, thread: threading.Thread) -> bool:
         """Wait up to the grace period for the thread of a handler that timed out."""
-        (job, _) = request.finished
         thread.join(self.worker.shutdown_grace_period.total_seconds())
         if not thread.is_alive():
             return True

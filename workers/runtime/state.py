@@ -88,6 +88,11 @@ class RunState:
         with self.lock:
             return [*(held.job for held in self.held), *self.running.values()]
 
+    def running_jobs(self) -> list[Job]:
+        """Every job a slot took (for the checks of lost runs)."""
+        with self.lock:
+            return list(self.running.values())
+
     def in_flight_count(self) -> int:
         return len(self.held) + len(self.running)
 
