@@ -91,3 +91,7 @@ class Command(BaseCommand):
             RUN[options["subcommand"]](self, queue, options)
         except QueueError as exc:  # an engine refusal that the checks could not foresee
             raise CommandError(str(exc)) from exc
+        except KeyboardInterrupt:
+            # Each page is its own transaction: those done stay done, the one under way
+            # rolled back.
+            raise CommandError("interrupted: the pages done are committed, nothing else") from None
