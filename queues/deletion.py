@@ -3,6 +3,9 @@ one (its dependency edges with it, the dependents outside the group that waited 
 released), then the group's row. So a group is deleted only when each of its jobs can be: while
 any is Running (a handler is working on it) the deletion is refused and nothing changes.
 
+Many jobs at once: `JobQueue.delete_jobs` deletes a batch of ids in one transaction, with the
+same refusals, and answers with a `JobDeletion` (`manage.py jobs delete` and `purge`).
+
 This is what the admin's "delete" of a Batch or a Workflow does, instead of the cascade of
 their foreign keys, which removed Running jobs behind the engine's back and left the
 dependents of deleted jobs waiting for ever.
@@ -10,6 +13,7 @@ dependents of deleted jobs waiting for ever.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from django.db import transaction
@@ -17,6 +21,17 @@ from django.db import transaction
 from . import transitions
 from .exceptions import InvalidJobTransition, JobNotFound
 from .models import Batch, Job, Workflow
+
+
+@dataclass
+class JobDeletion:
+    """What `JobQueue.delete_jobs` did with the ids it was given."""
+
+    deleted: list[UUID] = field(default_factory=list)
+    refused: list[UUID] = field(default_factory=list)  # Running: cancel them first
+    kept: list[UUID] = field(default_factory=list)  # the caller's condition no longer held
+    missing: int = 0  # ids of no job (deleted meanwhile, or never there)
+
 
 _GROUPS = {Batch: ("batch", "batch_id"), Workflow: ("workflow", "workflow_id")}
 

@@ -13,7 +13,7 @@ import random
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from uuid import UUID
@@ -22,6 +22,7 @@ from django.db import IntegrityError
 
 from . import effects, history, schedule_sync, transitions, unique
 from .clock import SYSTEM_CLOCK
+from .deletion import JobDeletion
 from .engine import ClaimParams, Match, Store, sql_store
 from .engine.base import age_key, claim_key
 from .enqueue import Enqueues
@@ -288,19 +289,52 @@ class JobQueue(Enqueues, Runs):
 
     def delete_job(self, job_id: UUID | str) -> None:
         """Delete a job that is not Running (and its dependency edges)."""
-        now = self.now()
 
         def work():
             job = self._locked(job_id)
             transitions.check(transitions.DELETE, job)
-            orphans = self.store.dependents([job.id])
-            self.store.delete_jobs(Match(ids=[job.id]))
-            # Dependents that waited only for this job can run now.
-            effects.release_waiting(self.store, orphans)
-            change = (job.batch_id, job.workflow_id, job.status, None)
-            effects.apply_tallies(self.store, [change], now)
+            self._delete_locked([job], self.now())
 
         self._atomic(work)
+
+    def delete_jobs(
+        self, job_ids: Iterable[UUID | str], where: Callable[[Job], bool] | None = None
+    ) -> JobDeletion:
+        """Delete, in one transaction, those of `job_ids` that `delete_job` would delete
+        (not Running) and, if given, `where` holds for once locked (the condition of a
+        selection, asked again: a job retried meanwhile is kept). For a batch of ids at a
+        time: `manage.py jobs delete` and `purge` call it 1,000 ids at a time."""
+        ids = sorted({parse_job_id(job_id) for job_id in job_ids}, key=str)
+        now = self.now()
+
+        def work() -> JobDeletion:
+            locked = self.store.lock_jobs(Match(ids=ids)) if ids else []
+            result = JobDeletion(missing=len(ids) - len(locked))
+            doomed = []
+            for job in sorted(locked, key=lambda job: str(job.id)):
+                if transitions.refusal(transitions.DELETE, job) is not None:
+                    result.refused.append(job.id)
+                elif where is not None and not where(job):
+                    result.kept.append(job.id)
+                else:
+                    doomed.append(job)
+            if doomed:
+                self._delete_locked(doomed, now)
+            result.deleted = [job.id for job in doomed]
+            return result
+
+        return self._atomic(work)
+
+    def _delete_locked(self, jobs: list[Job], now: datetime) -> None:
+        """Delete `jobs` (locked, each deletable) with their edges and history; release the
+        dependents that waited only for them and take them off their groups' tallies."""
+        ids = [job.id for job in jobs]
+        orphans = self.store.dependents(ids) - set(ids)
+        self.store.delete_jobs(Match(ids=ids))
+        # Dependents that waited only for these jobs can run now.
+        effects.release_waiting(self.store, orphans)
+        changes = [(job.batch_id, job.workflow_id, job.status, None) for job in jobs]
+        effects.apply_tallies(self.store, changes, now)
 
     # Declared schedules -----------------------------------------------------------------
     def sync_schedules(self, schedules: Iterable[Schedule] | None = None) -> ScheduleSync:

@@ -221,8 +221,9 @@ class SqlStore:
 
     def delete_jobs(self, match: Match) -> int:
         # Django deletes the dependency edges and the history rows (on_delete=CASCADE: one
-        # DELETE each) in the same transaction.
-        _, deleted = self._jobs(match).delete()
+        # DELETE each) in the same transaction. Its collector reads the rows it deletes: the
+        # ids alone are enough (the whole rows cost a third of a 1,000-job purge's time).
+        _, deleted = self._jobs(match).only("id").delete()
         return deleted.get(Job._meta.label, 0)
 
     def count_jobs(self, queue: str) -> dict[str, int]:

@@ -1,0 +1,90 @@
+"""The reading subcommands of `manage.py jobs`: `list`, `show` and `stats`. They write
+nothing; `stats` reads the trigger-kept counts (a few rows, never a scan of the jobs)."""
+
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from ..counts import counts_by_queue
+from ..enums import JobStatus
+from ..models import QueuePause
+from . import output, parsing
+from .selection import Selection
+
+LIST_LIMIT = 50
+MAX_LIST_LIMIT = 100_000
+
+
+def list_jobs(command, queue, options) -> None:
+    selection = Selection.from_options(options)
+    limit = parsing.positive(options["limit"], "--limit", MAX_LIST_LIMIT) or LIST_LIMIT
+    rows = selection.jobs(queue.using, queue.now()).order_by("-created_at", "-id")
+    # Read in chunks (a cursor, not a list of every row) when many are asked for.
+    jobs = rows[:limit].iterator(chunk_size=2000)
+    if options["json"]:
+        command.stdout.write(output.dumps([output.fields_of(job) for job in jobs]))
+        return
+    shown = [output.job_row(job) for job in jobs]
+    command.stdout.write(output.table(output.LIST_COLUMNS, shown))
+    more = " (the newest; --limit for more)" if len(shown) == limit else ""
+    command.stdout.write(f"{len(shown)} jobs, {selection.describe()}{more}")
+
+
+def show_job(command, queue, options) -> None:
+    (job_id,) = parsing.job_ids([options["id"]])
+    job = queue.get_job(job_id)
+    if job is None:
+        raise CommandError(f"no job {job_id}")
+    attempts = queue.get_job_attempts(job_id)
+    if options["json"]:
+        found = {**output.fields_of(job), "attempts": [output.fields_of(a) for a in attempts]}
+        command.stdout.write(output.dumps(found))
+        return
+    fields = output.fields_of(job)
+    width = max(len(name) for name in fields)
+    for name, value in fields.items():
+        shown = "-" if value is None else str(value)
+        command.stdout.write(f"{name.ljust(width)}  {shown}")
+    command.stdout.write(f"\nfailed attempts: {len(attempts)}")
+    if attempts:
+        columns = ("attempt", "failed_at", "ended_by", "status", "worker", "error")
+        rows = [[a.attempt, a.failed_at, a.ended_by, a.status, a.worker, a.error] for a in attempts]
+        command.stdout.write(output.table(columns, rows))
+
+
+def stats(command, queue, options) -> None:
+    name = parsing.queue_name(options.get("queue"))
+    counts = counts_by_queue(queue.using, name)
+    pauses = QueuePause.objects.using(queue.using)
+    paused = set(
+        (pauses if name is None else pauses.filter(queue_name=name)).values_list(
+            "queue_name", flat=True
+        )
+    )
+    names = sorted(set(counts) | paused)
+    zero = dict.fromkeys(JobStatus.values, 0)
+    found = {
+        q: {
+            "counts": counts.get(q, zero),
+            "total": sum(counts.get(q, zero).values()),
+            "paused": q in paused,
+        }
+        for q in names
+    }
+    if options["json"]:
+        command.stdout.write(output.dumps(found))
+        return
+    columns = ("queue", *JobStatus.values, "total", "paused")
+    rows = [
+        [
+            q,
+            *(row["counts"].get(s, 0) for s in JobStatus.values),
+            row["total"],
+            "paused" if row["paused"] else "",
+        ]
+        for q, row in found.items()
+    ]
+    if rows:
+        totals = [sum(r[i] for r in rows) for i in range(1, len(columns) - 1)]
+        rows.append(["(all)", *totals, ""])
+    command.stdout.write(output.table(columns, rows) if rows else "no jobs")
