@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from . import completions
 from .counts import counts_by_queue
-from .enums import JobStatus
+from .enums import DependencyStatus, JobPriority, JobStatus
 from .models import Job, QueuePause, ReaperRun, WorkerProcess
 
 #: The statuses shown as columns, in the order of a job's life.
@@ -27,6 +27,8 @@ STATUS_COLUMNS = [
     JobStatus.TIMED_OUT,
 ]
 SPARK_MINUTES = 30
+#: The dependency states of a job a worker may claim (as the claim's SQL has them).
+CLAIMABLE_DEPENDENCIES = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
 #: A worker whose heartbeat is older than this is shown as stale.
 WORKER_STALE_AFTER = timedelta(seconds=60)
 
@@ -115,6 +117,38 @@ def oldest_pending(names: list[str]) -> dict[str, datetime]:
     if len(parts) > 1 and connection.features.supports_slicing_ordering_in_compound:
         return dict(parts[0].union(*parts[1:], all=True).order_by())
     return dict(row for part in parts for row in part)
+
+
+def oldest_due(names: list[str], now: datetime) -> dict[str, datetime]:
+    """When the oldest due job of each queue became due (its `scheduled_at`): the jobs a
+    worker could claim now (Pending, due, no dependency waiting). One seek of the claim index
+    per queue and priority (the index orders by priority first; priorities are 0 to 4), all
+    in one UNION ALL where the database allows it, as `oldest_pending`; a queue with no due
+    job is absent."""
+    parts = [
+        Job.objects.filter(
+            queue_name=name,
+            status=JobStatus.PENDING,
+            priority=priority,
+            scheduled_at__lte=now,
+            dependency_status__in=CLAIMABLE_DEPENDENCIES,
+        )
+        .order_by("scheduled_at")
+        .values_list("queue_name", "scheduled_at")[:1]
+        for name in names
+        for priority in JobPriority
+    ]
+    if not parts:
+        return {}
+    if len(parts) > 1 and connection.features.supports_slicing_ordering_in_compound:
+        rows = list(parts[0].union(*parts[1:], all=True).order_by())
+    else:
+        rows = [row for part in parts for row in part]
+    oldest: dict[str, datetime] = {}
+    for name, due in rows:
+        if name not in oldest or due < oldest[name]:
+            oldest[name] = due
+    return oldest
 
 
 def last_full_minute(now: datetime) -> datetime:
