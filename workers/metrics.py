@@ -11,7 +11,7 @@ from the workers at each scrape (`RuntimeCollector`).
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime
 from functools import lru_cache
 
 from prometheus_client import REGISTRY, Counter, Histogram
@@ -61,9 +61,9 @@ def ran(queue: str, seconds: float) -> None:
 
 
 def started(job) -> None:
-    due = job.scheduled_at.timestamp() if job.scheduled_at else None
-    if due is not None:
-        _series(LATENCY, job.queue_name).observe(max(0.0, time.time() - due))
+    if job.scheduled_at is not None:  # a subtraction: cheaper than an aware .timestamp()
+        waited = (datetime.now(UTC) - job.scheduled_at).total_seconds()
+        _series(LATENCY, job.queue_name).observe(max(0.0, waited))
 
 
 def recorded(queue: str, kind: str, status: str) -> None:
