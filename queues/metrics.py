@@ -3,8 +3,8 @@
 `QueueCollector` is a custom collector (prometheus_client): each scrape reads the current
 state, nothing is cached between scrapes, and every figure comes from a read that stays cheap
 on a table of millions of jobs: the trigger-kept counts (`queues.counts`), the per-minute
-completions (`queues.completions`), one seek of the claim index per queue and priority for
-the oldest due job, and the live `WorkerProcess` rows. Four statements per scrape, whatever
+completions (`queues.completions`), one read of an index per queue for the oldest due job
+(`stats.oldest_due`), and the live `WorkerProcess` rows. Four statements per scrape, whatever
 the number of jobs.
 
 No counter here: the database keeps no monotonic totals (finished jobs and old minutes are

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from . import completions
 from .counts import counts_by_queue
-from .enums import DependencyStatus, JobPriority, JobStatus
+from .enums import DependencyStatus, JobStatus
 from .models import Job, QueuePause, ReaperRun, WorkerProcess
 
 #: The statuses shown as columns, in the order of a job's life.
@@ -120,35 +120,30 @@ def oldest_pending(names: list[str]) -> dict[str, datetime]:
 
 
 def oldest_due(names: list[str], now: datetime) -> dict[str, datetime]:
-    """When the oldest due job of each queue became due (its `scheduled_at`): the jobs a
-    worker could claim now (Pending, due, no dependency waiting). One seek of the claim index
-    per queue and priority (the index orders by priority first; priorities are 0 to 4), all
-    in one UNION ALL where the database allows it, as `oldest_pending`; a queue with no due
-    job is absent."""
+    """When each queue's longest-waiting due job became due (its `scheduled_at`), among the
+    jobs a worker could claim now (Pending, due, no dependency waiting): the first due one
+    in the order they were enqueued. A read of the (queue, status, created_at) index per
+    queue that stops at the first due job (it passes over older jobs not yet due: delayed
+    ones, retries waiting out their backoff), all in one UNION ALL where the database allows
+    it, as `oldest_pending`. Not the claim index: its priority comes before `scheduled_at`,
+    and PostgreSQL walks every higher-priority job to reach a lower priority's oldest. A
+    queue with no due job is absent."""
     parts = [
         Job.objects.filter(
             queue_name=name,
             status=JobStatus.PENDING,
-            priority=priority,
             scheduled_at__lte=now,
             dependency_status__in=CLAIMABLE_DEPENDENCIES,
         )
-        .order_by("scheduled_at")
+        .order_by("created_at")
         .values_list("queue_name", "scheduled_at")[:1]
         for name in names
-        for priority in JobPriority
     ]
     if not parts:
         return {}
     if len(parts) > 1 and connection.features.supports_slicing_ordering_in_compound:
-        rows = list(parts[0].union(*parts[1:], all=True).order_by())
-    else:
-        rows = [row for part in parts for row in part]
-    oldest: dict[str, datetime] = {}
-    for name, due in rows:
-        if name not in oldest or due < oldest[name]:
-            oldest[name] = due
-    return oldest
+        return dict(parts[0].union(*parts[1:], all=True).order_by())
+    return dict(row for part in parts for row in part)
 
 
 def last_full_minute(now: datetime) -> datetime:
