@@ -5,6 +5,7 @@ and when its database is cut off, the token, one port per child with --processes
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections import Counter
 from datetime import timedelta
@@ -188,3 +189,15 @@ def test_each_child_serves_its_own_ports(runworker):
         pids.add(value(parsed, "process_start_time_seconds"))
     wait_until(lambda: WorkerProcess.objects.count() == 2, 30, "two children registered")
     assert len(pids) == 2  # two processes, not one answering twice
+
+
+def test_a_taken_port_is_a_clear_error_before_any_work(runworker):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        run = runworker("--health-port", f"127.0.0.1:{port}")
+        assert run.wait() == 1
+    assert f"CommandError: cannot serve health on 127.0.0.1:{port}" in run.text()
+    assert "Traceback" not in run.text()
+    assert not WorkerProcess.objects.exists()  # it never registered
