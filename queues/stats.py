@@ -112,11 +112,7 @@ def oldest_pending(names: list[str]) -> dict[str, datetime]:
         .values_list("queue_name", "created_at")[:1]
         for name in names
     ]
-    if not parts:
-        return {}
-    if len(parts) > 1 and connection.features.supports_slicing_ordering_in_compound:
-        return dict(parts[0].union(*parts[1:], all=True).order_by())
-    return dict(row for part in parts for row in part)
+    return _first_rows(parts)
 
 
 def oldest_due(names: list[str], now: datetime) -> dict[str, datetime]:
@@ -139,6 +135,13 @@ def oldest_due(names: list[str], now: datetime) -> dict[str, datetime]:
         .values_list("queue_name", "scheduled_at")[:1]
         for name in names
     ]
+    return _first_rows(parts)
+
+
+def _first_rows(parts: list) -> dict:
+    """{key: value} of the (key, value) rows of `parts` (querysets of one row each): one
+    UNION ALL where the database allows a LIMIT in its parts (SQLite does not, and runs
+    in-process: no round trip to save)."""
     if not parts:
         return {}
     if len(parts) > 1 and connection.features.supports_slicing_ordering_in_compound:
