@@ -10,6 +10,8 @@ environment (docs/deploying.md has a production set-up that `check --deploy` pas
 - `DJANGO_HTTPS=1`: served behind TLS (a load balancer that sets X-Forwarded-Proto): secure
   cookies, HSTS (`DJANGO_HSTS_SECONDS`, default a year) and a redirect of plain HTTP.
 - `HAMMERWEB_PG_PREPARE=off`: `HAMMERWEB["PG_PREPARE"] = False` (behind PgBouncer < 1.21).
+- `HAMMERWEB_METRICS_TOKEN`: the bearer token of the Prometheus metrics (`/metrics/` and
+  `runworker --metrics-port`); unset, `/metrics/` is staff-only and the port open.
 - `HAMMERWEB_DEMO=1` installs the `demo` app (sample handlers, `manage.py demo`);
   `HAMMERWEB_MEASURE=1` the measurement commands (`hammerweb.measure`).
 
@@ -110,7 +112,10 @@ elif _db["ENGINE"].endswith("mysql"):
 
 DATABASES = {"default": _db}
 
-HAMMERWEB = {"PG_PREPARE": os.environ.get("HAMMERWEB_PG_PREPARE", "on") != "off"}
+HAMMERWEB = {
+    "PG_PREPARE": os.environ.get("HAMMERWEB_PG_PREPARE", "on") != "off",
+    "METRICS_TOKEN": os.environ.get("HAMMERWEB_METRICS_TOKEN") or None,
+}
 
 # django.tasks: `@task` functions become jobs that `manage.py runworker` runs.
 TASKS = {

@@ -27,6 +27,13 @@ class Option:
 
 
 OPTIONS: dict[str, Option] = {
+    "METRICS_TOKEN": Option(
+        None,
+        str,
+        "a bearer token that opens the Prometheus metrics (the view and runworker "
+        "--metrics-port) to a scraper: `Authorization: Bearer <token>`; None: the view is "
+        "staff-only and the port open (README: Metrics)",
+    ),
     "PG_PREPARE": Option(
         True,
         bool,
@@ -72,7 +79,9 @@ def problems() -> list[str]:
         if option is None:
             known = ", ".join(sorted(OPTIONS))
             found.append(f"{SETTING}[{name!r}] is not a Hammerweb setting (known: {known})")
-        elif not _is_kind(value, option.kind):
+        elif not (value is None and option.default is None) and not _is_kind(
+            value, option.kind
+        ):  # None where None is the default: e.g. an environment variable left unset
             found.append(
                 f"{SETTING}[{name!r}] must be a {option.kind.__name__}, not {value!r}"
             )

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from . import completions
 from .counts import counts_by_queue
-from .enums import JobStatus
+from .enums import DependencyStatus, JobStatus
 from .models import Job, QueuePause, ReaperRun, WorkerProcess
 
 #: The statuses shown as columns, in the order of a job's life.
@@ -27,6 +27,8 @@ STATUS_COLUMNS = [
     JobStatus.TIMED_OUT,
 ]
 SPARK_MINUTES = 30
+#: The dependency states of a job a worker may claim (as the claim's SQL has them).
+CLAIMABLE_DEPENDENCIES = (DependencyStatus.NONE, DependencyStatus.SATISFIED)
 #: A worker whose heartbeat is older than this is shown as stale.
 WORKER_STALE_AFTER = timedelta(seconds=60)
 
@@ -110,6 +112,36 @@ def oldest_pending(names: list[str]) -> dict[str, datetime]:
         .values_list("queue_name", "created_at")[:1]
         for name in names
     ]
+    return _first_rows(parts)
+
+
+def oldest_due(names: list[str], now: datetime) -> dict[str, datetime]:
+    """When each queue's longest-waiting due job became due (its `scheduled_at`), among the
+    jobs a worker could claim now (Pending, due, no dependency waiting): the first due one
+    in the order they were enqueued. A read of the (queue, status, created_at) index per
+    queue that stops at the first due job (it passes over older jobs not yet due: delayed
+    ones, retries waiting out their backoff), all in one UNION ALL where the database allows
+    it, as `oldest_pending`. Not the claim index: its priority comes before `scheduled_at`,
+    and PostgreSQL walks every higher-priority job to reach a lower priority's oldest. A
+    queue with no due job is absent."""
+    parts = [
+        Job.objects.filter(
+            queue_name=name,
+            status=JobStatus.PENDING,
+            scheduled_at__lte=now,
+            dependency_status__in=CLAIMABLE_DEPENDENCIES,
+        )
+        .order_by("created_at")
+        .values_list("queue_name", "scheduled_at")[:1]
+        for name in names
+    ]
+    return _first_rows(parts)
+
+
+def _first_rows(parts: list) -> dict:
+    """{key: value} of the (key, value) rows of `parts` (querysets of one row each): one
+    UNION ALL where the database allows a LIMIT in its parts (SQLite does not, and runs
+    in-process: no round trip to save)."""
     if not parts:
         return {}
     if len(parts) > 1 and connection.features.supports_slicing_ordering_in_compound:

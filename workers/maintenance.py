@@ -11,6 +11,7 @@ from django.db import connection
 
 from queues.maintenance import Pruner, Reaper
 
+from . import metrics
 from .faults import GaveUp, retrying
 
 logger = logging.getLogger("workers")
@@ -63,6 +64,7 @@ class MaintenanceLoop:
             return
         logger.debug("%s: %s", name, outcome)
         if getattr(outcome, "requeued", None) or getattr(outcome, "dead", None):
+            metrics.reaped(len(outcome.requeued), len(outcome.dead))
             logger.info(
                 "reaper: %d jobs requeued, %d dead", len(outcome.requeued), len(outcome.dead)
             )

@@ -149,8 +149,10 @@ class Supervisor:
         processes: int,
         burst: bool,
         on_exit: Callable[[uuid.UUID, int, int], None] | None = None,
+        own_args: Callable[[int], list[str]] | None = None,
     ) -> None:
         self.command = child_command(child_args)
+        self.own_args = own_args  # the arguments of child `index` alone (its ports)
         self.processes = processes
         self.burst = burst
         self.on_exit = on_exit
@@ -167,8 +169,9 @@ class Supervisor:
         try:
             # A process group of its own: a Ctrl-C in the terminal reaches the supervisor
             # only, which passes it on once (a second one would force the child).
+            own = self.own_args(index) if self.own_args else []
             child = ChildProcess(
-                self.command, read_fd, env=env, pass_fds=(write_fd,), process_group=0
+                [*self.command, *own], read_fd, env=env, pass_fds=(write_fd,), process_group=0
             )
         except BaseException:
             os.close(read_fd)

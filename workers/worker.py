@@ -89,6 +89,7 @@ class Worker:
         self.throttle: Throttle | None = None
         self.throttle_limiter: RateLimiter | None = None
         self.stats = WorkerStats()
+        self.current_run = None  # the last run started (a health probe looks at its threads)
         self.with_poll_interval(poll_interval)
         self.with_batch_size(batch_size)
         self.with_batch_concurrency(batch_concurrency)
@@ -181,6 +182,7 @@ class Worker:
         """A worker with the same settings that shares the rate limiter and the throttle."""
         twin = copy.copy(self)
         twin.stats = WorkerStats()
+        twin.current_run = None
         return twin
 
     @property
@@ -212,4 +214,5 @@ class Worker:
         """
         from .runtime import WorkerRun
 
-        WorkerRun(self, stop or threading.Event(), force or threading.Event()).run()
+        self.current_run = WorkerRun(self, stop or threading.Event(), force or threading.Event())
+        self.current_run.run()

@@ -32,11 +32,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 class RunWorker:
     """`manage.py runworker ARGS` on the test database, output in a file."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, env: dict | None = None) -> None:
         self.output = tmp_path / f"runworker-{time.monotonic_ns()}.log"
         # DEBUG on: Django's django.tasks log receivers print their lines only then.
         env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1",
-               "DJANGO_DEBUG": "1"}
+               "DJANGO_DEBUG": "1", **(env or {})}
         with open(self.output, "w") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "manage.py", "runworker", *args, *FAST],

@@ -43,6 +43,8 @@ class WorkerRun:
         self.claimer = Claimer(worker, self.state, self.allowance, options, stop)
         self.writer = Writer(worker.queue, self.state, self.allowance, force)
         self.runaway: RunawayHandler | None = None
+        #: The threads a health probe watches, by role (set when the run starts).
+        self.vital: dict[str, threading.Thread] = {}
 
     def run(self) -> None:
         worker, state = self.worker, self.state
@@ -62,6 +64,11 @@ class WorkerRun:
             ),
             threading.Thread(target=self.writer.run, name=f"{name}-writer"),
         ]
+        self.vital = {
+            "claimer": threading.current_thread(),
+            "heartbeat": threads[1],
+            "writer": threads[2],
+        }
         threads += [
             threading.Thread(
                 target=Slot(worker, state, self.allowance, self.loop, self._runaway).run,

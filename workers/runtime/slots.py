@@ -23,6 +23,7 @@ from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.enums import HandlerEnd
 from queues.outcomes import check_outcome
 
+from .. import metrics
 from ..connections import close_all
 from ..executor import EventLoop, Execution, Interrupted, execute
 from .allowance import Allowance
@@ -110,7 +111,9 @@ class Slot:
         timeout = job.timeout or self.worker.default_timeout
         began = time.monotonic()
         execution = execute(self.worker.handler, job, timeout, self.loop)
-        self.state.note_run_time(time.monotonic() - began)
+        took = time.monotonic() - began
+        self.state.note_run_time(took)
+        metrics.ran(job.queue_name, took)
         outcome = execution.outcome
         if isinstance(outcome, Interrupted):
             return execution

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from queues.api import Job, JobOutcome
 
+from .. import metrics
+
 #: A job a slot takes within this many seconds of its claim starts "at the claim": the claim
 #: already recorded the start and checked the pause, so no start marker is written for it.
 FRESH_START = 0.05
@@ -136,6 +138,7 @@ class RunState:
             return None
         held = self.held.popleft()
         self.running[held.job.id] = held.job
+        metrics.started(held.job)
         self.stats.add(held=-1, running=1)
         if not self.held:
             # The claimer claims again once every held job has started: wake it, or it

@@ -12,6 +12,7 @@ from django.db import connection
 
 from queues.api import JobStatus
 
+from .. import metrics
 from ..faults import GaveUp, retrying
 from .allowance import Allowance
 from .state import Request, RunState
@@ -95,7 +96,9 @@ class Writer:
             stats.add(processed=1)
             if result is None:
                 logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
-            elif result.status == JobStatus.COMPLETED or outcome.kind == "completed":
+                continue
+            metrics.recorded(job.queue_name, outcome.kind, result.status)
+            if result.status == JobStatus.COMPLETED or outcome.kind == "completed":
                 stats.add(completed=1)
             else:
                 stats.add(failed=1)

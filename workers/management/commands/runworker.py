@@ -25,8 +25,10 @@ from queues.validation import validate_queue_name
 
 from ...faults import GaveUp, retrying
 from ...lifeline import ChildLifeline
+from ...probes import address
 from ...process import ProcessSettings, WorkerProcessRuntime
 from ...registry import autodiscover, handler_for
+from ...serving import PORT_OPTIONS, check_port_range, serving_probes
 from ...supervisor import (
     CannotStart,
     Supervisor,
@@ -112,6 +114,13 @@ class Command(BaseCommand):
         parser.add_argument("--include", action="append", default=[], metavar="MODULE",
                             help="import this module too (for its handlers or tasks)")
         parser.add_argument("--database", default="default", help="database alias")
+        parser.add_argument("--metrics-port", type=address, metavar="[HOST:]PORT",
+                            help="serve this process's Prometheus metrics on PORT (with "
+                                 "--processes N: child i on PORT+i)")
+        parser.add_argument("--health-port", type=address, metavar="[HOST:]PORT",
+                            help="answer 200 on PORT while the workers' threads are alive "
+                                 "and the database answers, else 503 (with --processes N: "
+                                 "child i on PORT+i)")
         parser.add_argument("--no-schedules", action="store_true",
                             help="do not synchronise HAMMERWEB['SCHEDULES'] at start "
                                  "(manage.py syncschedules does it)")
@@ -127,6 +136,7 @@ class Command(BaseCommand):
                 signal.signal(signum, handler)
 
     def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
+        check_port_range(options)
         if options["processes"] > 1:
             self._sync_schedules(options, stop)
             lifeline = ChildLifeline(options["database"], force)
@@ -135,6 +145,7 @@ class Command(BaseCommand):
                 options["processes"],
                 options["burst"],
                 on_exit=lifeline.child_ended,
+                own_args=lambda index: self._child_ports(options, index),
             )
             try:
                 code = supervisor.run(stop, force)
@@ -156,8 +167,9 @@ class Command(BaseCommand):
                 logger.warning("no handler is registered for queue %s: only django.tasks "
                                "tasks will succeed there", name)
         runtime = WorkerProcessRuntime(self._settings(options))
-        report_started()
-        summary = runtime.run(stop, force)
+        with serving_probes(options, runtime):
+            report_started()
+            summary = runtime.run(stop, force)
         if options["verbosity"] >= 1:
             self.stdout.write(f"runworker: {summary}")
         if summary.forced or summary.crashed:
@@ -225,6 +237,15 @@ class Command(BaseCommand):
             args += ["--include", module]
         if options["burst"]:
             args.append("--burst")
+        return args
+
+    def _child_ports(self, options, index: int) -> list[str]:
+        """Child `index`'s own ports: PORT+index of each port option."""
+        args = []
+        for name in PORT_OPTIONS:
+            if options[name]:
+                host, port = options[name]
+                args += [f"--{name.replace('_', '-')}", f"{host}:{port + index}"]
         return args
 
     def _install_signals(self, stop: threading.Event, force: threading.Event) -> dict:

@@ -58,24 +58,31 @@ class Command(BaseCommand):
             f"{repeat} reads after one warm-up"
             + (f", as of {now:%Y-%m-%d %H:%M:%S}" if now else "")
         )
-        reads = []
-        for i in range(repeat + 1):
-            timer = QueryTimer()
-            with connection.execute_wrapper(timer):
-                stats.overview(now)
-            if i:
-                reads.append(timer)
-        reads.sort(key=lambda t: t.total)
-        median_read = reads[len(reads) // 2]
-        median = statistics.median(t.total for t in reads)
-        slowest_ms, slowest_sql = max(median_read.queries)
-        self.stdout.write(
-            f"  overview: median {median:.2f} ms, max {reads[-1].total:.2f} ms, "
-            f"{len(median_read.queries)} queries; slowest {slowest_ms:.2f} ms: "
-            f"{slowest_sql[:120]}"
-        )
-        if options["verbosity"] > 1:
-            for ms, sql in median_read.queries:
-                self.stdout.write(f"    {ms:7.2f} ms  {sql[:150]}")
-        if median > budget_ms:
-            raise CommandError(f"over the {budget_ms:g} ms budget: median {median:.2f} ms")
+        measure(self.stdout, "overview", lambda: stats.overview(now), repeat, budget_ms,
+                options["verbosity"])
+
+
+def measure(stdout, label: str, read, repeat: int, budget_ms: float, verbosity: int) -> None:
+    """Time `read()`'s queries `repeat` times after one warm-up; report the median read, its
+    slowest query (each query with verbosity 2) and the slowest read; fail over the budget."""
+    reads = []
+    for i in range(repeat + 1):
+        timer = QueryTimer()
+        with connection.execute_wrapper(timer):
+            read()
+        if i:
+            reads.append(timer)
+    reads.sort(key=lambda t: t.total)
+    median_read = reads[len(reads) // 2]
+    median = statistics.median(t.total for t in reads)
+    slowest_ms, slowest_sql = max(median_read.queries)
+    stdout.write(
+        f"  {label}: median {median:.2f} ms, max {reads[-1].total:.2f} ms, "
+        f"{len(median_read.queries)} queries; slowest {slowest_ms:.2f} ms: "
+        f"{slowest_sql[:120]}"
+    )
+    if verbosity > 1:
+        for ms, sql in median_read.queries:
+            stdout.write(f"    {ms:7.2f} ms  {sql[:150]}")
+    if median > budget_ms:
+        raise CommandError(f"over the {budget_ms:g} ms budget: median {median:.2f} ms")

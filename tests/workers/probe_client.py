@@ -1,0 +1,58 @@
+"""Scraping what a `runworker` the test started serves: a free port to give it, a GET with
+urllib, the metrics parsed with prometheus_client's own parser."""
+
+from __future__ import annotations
+
+import socket
+import time
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get(port: int, path: str = "/", token: str | None = None) -> tuple[int, str]:
+    """(status, body) of a GET; no exception for a 4xx or 5xx."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def wait_for(port: int, status: int, timeout: float = 60, run=None) -> str:
+    """The body once a GET of `port` answers `status` (the server may not be up yet)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = get(port)
+        except OSError as exc:  # not listening yet
+            last = (None, str(exc))
+        if last[0] == status:
+            return last[1]
+        assert run is None or run.proc.poll() is None, f"runworker exited:\n{run.text()}"
+        time.sleep(0.05)
+    raise AssertionError(f"port {port} answered {last}, not {status}")
+
+
+def samples(text: str) -> dict[tuple, float]:
+    """{(sample name, ((label, value), ...)): value} of an exposition."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(parsed: dict, name: str, **labels) -> float | None:
+    return parsed.get((name, tuple(sorted(labels.items()))))
