@@ -29,6 +29,7 @@ from .exceptions import (
 )
 from .models import MAX_QUEUE_NAME_LENGTH, Job
 from .retry import RetryStrategy
+from .tags import check_meta, check_tags
 from .text import MAX_LABEL, storable, unstorable
 
 #: A payload larger than this is refused: a queue is not a blob store.
@@ -215,6 +216,8 @@ def validate_job(job, now) -> None:
     if job.payload is None:
         raise InvalidPayload("payload must not be None (an empty payload is {})")
     check_json(job.payload, "payload")
+    job.tags = check_tags(job.tags)
+    job.meta = check_meta(job.meta)
     priority = job.priority
     if isinstance(priority, bool) or priority not in set(JobPriority):
         raise InvalidPriority(f"unknown priority: {priority!r} (use JobPriority)")
