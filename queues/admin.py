@@ -13,7 +13,7 @@ from django.utils.html import format_html
 
 from . import deletion, transitions
 from .admin_base import EngineDeletes, GuardedAdmin
-from .admin_tags import CappedPaginator, TaggedChangeList, TagFilter
+from .admin_tags import CappedPaginator, TagFilter, TaggedChangeList
 from .exceptions import InvalidQueueName, QueueError
 from .models import (
     Batch,
