@@ -7,6 +7,20 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+from queues.sql import run
+
+
+def _sqlite_triggers(apps, schema_editor):
+    # SQLite cannot add a NOT NULL column in place: Django rebuilds the jobs table, and the
+    # count triggers of the old one go with it. The counts themselves are still right (the
+    # rows were copied, no status changed): the triggers are put back, nothing recounted.
+    connection = schema_editor.connection
+    if connection.vendor != "sqlite":
+        return
+    for name in ("job_counts", "completion_counts"):
+        run(connection, f"drop_{name}")
+        run(connection, f"install_{name}")
+
 
 def _binary_columns(apps, schema_editor):
     if schema_editor.connection.vendor != "mysql":
@@ -28,6 +42,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # Unapplied, the columns' removal rebuilds the table again: the triggers come back last.
+        migrations.RunPython(migrations.RunPython.noop, _sqlite_triggers),
         migrations.AddField(
             model_name='job',
             name='meta',
@@ -38,6 +54,7 @@ class Migration(migrations.Migration):
             name='tags',
             field=models.JSONField(blank=True, default=list, editable=False),
         ),
+        migrations.RunPython(_sqlite_triggers, migrations.RunPython.noop),
         migrations.CreateModel(
             name='JobTag',
             fields=[
