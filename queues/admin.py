@@ -13,7 +13,7 @@ from django.utils.html import format_html
 
 from . import deletion, transitions
 from .admin_base import EngineDeletes, GuardedAdmin
-from .admin_tags import CappedPaginator, TagFilter, TaggedChangeList
+from .admin_tags import CappedPaginator, QueueFilter, TagFilter, TaggedChangeList
 from .exceptions import InvalidQueueName, QueueError
 from .models import (
     Batch,
@@ -103,7 +103,7 @@ class JobAdmin(EngineDeletes):
         "tags_shown",
         "short_error",
     ]
-    list_filter = [TagFilter, "status", "queue_name", "priority", "recurring", DeclaredFilter]
+    list_filter = [TagFilter, "status", QueueFilter, "priority", "recurring", DeclaredFilter]
     search_fields = ["=id", "queue_name", "error_message", "unique_key", "schedule_name"]
     list_select_related = False
     show_full_result_count = False

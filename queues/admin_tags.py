@@ -1,4 +1,5 @@
-"""The admin's filter of jobs by tag, and what keeps its changelist fast on a million jobs.
+"""The admin's filters of jobs by tag and by queue, and what keeps its changelist fast on a
+million jobs.
 
 The filter is a text box, not a list of links: the distinct tags of a million jobs are a
 scan of the tags' index. Filtered by a tag, the changelist is ordered by the `JobTag` rows'
@@ -15,15 +16,16 @@ from django.contrib.admin.views.main import ORDER_VAR, PAGE_VAR, ChangeList
 from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
+from .counts import counts_by_queue
 from .exceptions import InvalidJob
 from .tags import check_tag
 
-#: The most rows the job changelist counts for its pages (it shows "10000+" past that).
-COUNT_CAP = 10_000
+#: The most rows the job changelist counts for its pages (it shows "1000+" past that: 20 pages).
+COUNT_CAP = 1_000
 
 
 class AtLeast(int):
-    """A count that stopped at its cap: shown as "10000+", computed with as 10000."""
+    """A count that stopped at its cap: shown as "1000+", computed with as 1000."""
 
     def __str__(self) -> str:
         return f"{int(self)}+"
@@ -36,8 +38,26 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        n = self.object_list[: COUNT_CAP + 1].count()
+        # Unordered: the database may count along whichever index suits the filters (in
+        # the page's order, a rare status among a common tag's jobs read them all).
+        n = self.object_list.order_by()[: COUNT_CAP + 1].count()
         return AtLeast(COUNT_CAP) if n > COUNT_CAP else n
+
+
+class QueueFilter(admin.SimpleListFilter):
+    """By queue, the queues listed from the trigger-kept counts (a few rows): Django's own
+    filter of a column lists its values with a `SELECT DISTINCT` over every job (0.7 s on a
+    million jobs on PostgreSQL)."""
+
+    title = "queue name"
+    parameter_name = "queue_name"
+
+    def lookups(self, request, model_admin):
+        return [(name, name) for name in sorted(counts_by_queue())]
+
+    def queryset(self, request, queryset):
+        name = self.value()
+        return queryset if name is None else queryset.filter(queue_name=name)
 
 
 class TagFilter(admin.SimpleListFilter):

@@ -92,7 +92,7 @@ class HammerwebTask(Task):
     def __post_init__(self):
         if isinstance(self.tags, list):  # a frozen task keeps no list its caller may change
             object.__setattr__(self, "tags", tuple(self.tags))
-        super().__post_init__()
+        Task.__post_init__(self)  # slots=True remakes the class: no zero-argument super()
 
     def using(
         self,
