@@ -91,7 +91,13 @@ class TagFilter(admin.SimpleListFilter):
             check_tag(tag)
         except InvalidJob:
             return queryset.none()
-        return queryset.filter(tag_rows__tag=tag)
+        rows = {"tag_rows__tag": tag}
+        queue = request.GET.get(QueueFilter.parameter_name)
+        if queue:
+            # The queue again, on the tags' side (one filter: one join), so that the
+            # (queue_name, tag, created_at) index can serve a page of one queue.
+            rows["tag_rows__queue_name"] = queue
+        return queryset.filter(**rows)
 
 
 class TaggedChangeList(ChangeList):
