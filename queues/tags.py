@@ -92,21 +92,6 @@ def check_tags(tags: object) -> list[str]:
     return tags
 
 
-def check_meta(meta: object) -> dict:
-    """A job's meta: a JSON object (string keys) that a JSON column of every database holds,
-    within a payload's limits. None means an empty one."""
-    from .validation import check_json  # validation imports the models, which import this
-
-    if meta is None:
-        return {}
-    if not isinstance(meta, dict):
-        raise InvalidTags(f"meta must be a dict (a JSON object), not {type(meta).__name__}")
-    if not all(isinstance(key, str) for key in meta):
-        raise InvalidTags("meta's keys must be strings (JSON would make them strings)")
-    check_json(meta, "meta", InvalidTags)
-    return meta
-
-
 def tag_rows(jobs: Sequence) -> list[JobTag]:
     """The `JobTag` rows of new jobs (none for jobs without tags)."""
     return [
