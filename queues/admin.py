@@ -13,6 +13,7 @@ from django.utils.html import format_html
 
 from . import deletion, transitions
 from .admin_base import EngineDeletes, GuardedAdmin
+from .admin_tags import CappedPaginator, QueueFilter, TagFilter, TaggedChangeList
 from .exceptions import InvalidQueueName, QueueError
 from .models import (
     Batch,
@@ -99,20 +100,23 @@ class JobAdmin(EngineDeletes):
         "attempts_shown",
         "created_at",
         "scheduled_at",
+        "tags_shown",
         "short_error",
     ]
-    list_filter = ["status", "queue_name", "priority", "recurring", DeclaredFilter]
+    list_filter = [TagFilter, "status", QueueFilter, "priority", "recurring", DeclaredFilter]
     search_fields = ["=id", "queue_name", "error_message", "unique_key", "schedule_name"]
     list_select_related = False
     show_full_result_count = False
     list_per_page = 50
     date_hierarchy = None
     ordering = ["-created_at"]
-    readonly_fields = [f.name for f in Job._meta.fields if f.name != "payload"] + [
+    paginator = CappedPaginator
+    readonly_fields = [f.name for f in Job._meta.fields if f.name not in ("payload", "meta")] + [
         "payload_json",
+        "meta_json",
         "failed_attempts_shown",
     ]
-    exclude = ["payload"]
+    exclude = ["payload", "meta"]
     actions = [
         "retry_now",
         "cancel",
@@ -140,6 +144,9 @@ class JobAdmin(EngineDeletes):
     def engine_delete(self, queue: JobQueue, job: Job) -> None:
         queue.delete_job(job.id)
 
+    def get_changelist(self, request, **kwargs):
+        return TaggedChangeList
+
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         action_form = context.get("action_form")
         if obj is not None and action_form is not None:
@@ -164,6 +171,14 @@ class JobAdmin(EngineDeletes):
     @admin.display(description="payload")
     def payload_json(self, job: Job):
         return format_html("<pre>{}</pre>", pretty_json(job.payload))
+
+    @admin.display(description="meta")
+    def meta_json(self, job: Job):
+        return format_html("<pre>{}</pre>", pretty_json(job.meta))
+
+    @admin.display(description="tags")
+    def tags_shown(self, job: Job) -> str:
+        return ", ".join(job.tags)
 
     @admin.display(description="failed attempts")
     def failed_attempts_shown(self, job: Job):

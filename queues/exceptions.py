@@ -35,6 +35,10 @@ class InvalidBatch(InvalidJob):
     """A batch is empty, too large, or mixes queues."""
 
 
+class InvalidTags(InvalidJob):
+    """A job's tags or meta are malformed (see `queues.tags`)."""
+
+
 class InvalidSchedule(InvalidJob):
     """A schedule declared in settings (`HAMMERWEB["SCHEDULES"]`) is malformed."""
 

@@ -4,6 +4,11 @@ A queue may hold millions of rows, so the list never counts and never uses OFFSE
 the newest rows of each status from the (queue_name, status, created_at) index, merges them,
 and continues after the last row shown (a cursor of created_at and id). A text search reads
 only the newest SEARCH_WINDOW jobs of each status, and says so.
+
+Filtered by a tag, the list reads the queue's `JobTag` rows instead, newest first from their
+(queue_name, tag, created_at, job) index, every status at once, and the jobs of one page by
+primary key (see `queues.tags`): a page costs the same whether the tag has ten jobs or a
+million.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
 from .enums import JobStatus
-from .models import Job
+from .exceptions import InvalidJob
+from .models import Job, JobTag
+from .tags import MAX_TAG_LENGTH, check_tag
 
 PAGE_SIZE = 50
 #: The statuses read for an unfiltered list, the usually newest first: once one gives a full
@@ -48,6 +55,12 @@ class JobFilter:
     status: str = ""
     priority: int | None = None
     search: str = ""
+    tag: str = ""
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is filtered (the page offers to clear it)."""
+        return bool(self.status or self.search or self.tag or self.priority is not None)
 
     @classmethod
     def from_query(cls, queue: str, params) -> JobFilter:
@@ -58,6 +71,8 @@ class JobFilter:
             status=status if status in JobStatus.values else "",
             priority=int(priority) if priority in {"0", "1", "2", "3", "4"} else None,
             search=params.get("q", "").strip()[:200],
+            # Longer than any tag: such a filter matches nothing (see `list_jobs`).
+            tag=params.get("tag", "").strip()[: MAX_TAG_LENGTH + 1],
         )
 
 
@@ -98,6 +113,8 @@ def list_jobs(
     ident = _as_uuid(flt.search)
     if ident is not None:
         return JobPage(list(Job.objects.filter(id=ident, queue_name=flt.queue)))
+    if flt.tag:
+        return _tagged(flt, cursor, size)
     statuses = [flt.status] if flt.status else SCAN_ORDER
     if present is not None:
         statuses = [s for s in statuses if s in present]
@@ -128,11 +145,45 @@ def list_jobs(
     # ties on created_at are broken by id as the database compares ids, which is not always
     # Python's order (MariaDB's UUID type compares the last group of digits first), so the
     # cursor's `id <` continues exactly where the page stopped.
-    found = list(Job.objects.filter(id__in=candidates).order_by("-created_at", "-id")[: size + 1])
+    return _page(candidates, flt, size)
+
+
+def _page(ids: list, flt: JobFilter, size: int) -> JobPage:
+    found = list(Job.objects.filter(id__in=ids).order_by("-created_at", "-id")[: size + 1])
     page = JobPage(found[:size], search_window=search_window() if flt.search else 0)
     if len(found) > size:
         page.next_cursor = encode_cursor(page.jobs[-1])
     return page
+
+
+def _tagged(flt: JobFilter, cursor: str, size: int) -> JobPage:
+    """One page of the queue's jobs that have the filter's tag, newest first."""
+    try:
+        check_tag(flt.tag)
+    except InvalidJob:
+        return JobPage()  # no job has such a tag
+    rows = JobTag.objects.filter(queue_name=flt.queue, tag=flt.tag)
+    if flt.status:
+        rows = rows.filter(job__status=flt.status)
+    if flt.priority is not None:
+        rows = rows.filter(job__priority=flt.priority)
+    after = decode_cursor(cursor) if cursor else None
+    if after:
+        rows = rows.filter(created_at__lte=after[0]).filter(
+            Q(created_at__lt=after[0]) | Q(job_id__lt=after[1])
+        )
+    if flt.search:
+        # The newest `search_window()` tagged jobs, whatever their status.
+        window = search_window()
+        every = JobTag.objects.filter(queue_name=flt.queue, tag=flt.tag).order_by("-created_at")
+        floor = list(every.values_list("created_at", flat=True)[window : window + 1])
+        if floor:
+            rows = rows.filter(created_at__gte=floor[0])
+        rows = rows.annotate(payload_text=Cast("job__payload", TextField())).filter(
+            payload_text__icontains=flt.search
+        )
+    ids = rows.order_by("-created_at", "-job_id").values_list("job_id", flat=True)[: size + 1]
+    return _page(list(ids), flt, size)
 
 
 def _searched(rows, flt: JobFilter, status: str):

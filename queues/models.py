@@ -35,8 +35,10 @@ from .enums import (
 )
 from .exceptions import InvalidJob
 from .history import FailedAttempt
+from .tags import JobTag
 
-__all__ = ["FailedAttempt"]  # the error history's table, defined with its rules
+# The error history's table and the tags' table, each defined with its rules.
+__all__ = ["FailedAttempt", "JobTag"]
 
 MAX_QUEUE_NAME_LENGTH = 255
 
@@ -200,6 +202,10 @@ class Job(models.Model):
     # name, and when a sync found it gone from the settings (and disabled it).
     schedule_name = models.CharField(max_length=255, null=True, blank=True, editable=False)
     schedule_removed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Tags and metadata (queues/tags.py), given at enqueue and never changed: on the row so
+    # that every read returns them; the tags are also rows of `JobTag`, which filters read.
+    tags = models.JSONField(default=list, blank=True, editable=False)
+    meta = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-priority", "scheduled_at", "id"]

@@ -35,6 +35,7 @@ from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, re
 from .runs import Runs
 from .schedule_sync import ScheduleSync
 from .schedules import Schedule, declared
+from .tags import check_tag
 from .text import storable_label, storable_or_none
 from .validation import check_retry_time, parse_job_id, validate_queue_name
 
@@ -351,6 +352,16 @@ class JobQueue(Enqueues, Runs):
     def get_job_counts_by_status(self, queue_name: str) -> dict[str, int]:
         validate_queue_name(queue_name)
         return self.store.count_jobs(queue_name)
+
+    def get_tagged_jobs(
+        self, tag: str, queue_name: str | None = None, limit: int | None = 1000
+    ) -> list[Job]:
+        """The jobs that have `tag` (of `queue_name`, if given), in claim order: the first
+        `limit` (None: all)."""
+        check_tag(tag)
+        if queue_name is not None:
+            validate_queue_name(queue_name)
+        return self.store.find_jobs(Match(tag=tag, queue_name=queue_name), limit=limit)
 
     def get_batch_jobs(self, batch_id: UUID | str) -> list[Job]:
         jobs = self.store.find_jobs(Match(batch_id=parse_job_id(batch_id)))

@@ -77,19 +77,40 @@ class HammerwebTask(Task):
     call while one is live enqueues nothing; `.using(unique_key="invoice:42")` gives the
     key instead. `unique_statuses` and `unique_period` are those of `Job`. A duplicate's
     `enqueue` returns the result of the job that holds the key (its id, its status) and
-    sends no `task_enqueued`."""
+    sends no `task_enqueued`.
+
+    `@task(tags=["billing"], meta={...})` or `.using(tags=..., meta=...)` gives its jobs
+    tags and meta (see `queues.tags`; checked at enqueue, as a `Job`'s)."""
 
     unique: bool = False
     unique_key: str | None = None
     unique_statuses: tuple[str, ...] | None = None
     unique_period: timedelta | None = None
+    tags: tuple[str, ...] = ()
+    meta: dict | None = None
 
-    def using(self, *, unique_key=None, unique_statuses=None, unique_period=None, **changes):
-        # Task.using knows only Django's options; the unique ones are this class's.
+    def __post_init__(self):
+        if isinstance(self.tags, list):  # a frozen task keeps no list its caller may change
+            object.__setattr__(self, "tags", tuple(self.tags))
+        Task.__post_init__(self)  # slots=True remakes the class: no zero-argument super()
+
+    def using(
+        self,
+        *,
+        unique_key=None,
+        unique_statuses=None,
+        unique_period=None,
+        tags=None,
+        meta=None,
+        **changes,
+    ):
+        # Task.using knows only Django's options; the unique ones and tags are this class's.
         task = Task.using(self, **changes)
-        own = {"unique_key": unique_key, "unique_period": unique_period}
+        own = {"unique_key": unique_key, "unique_period": unique_period, "meta": meta}
         if unique_statuses is not None:
             own["unique_statuses"] = tuple(unique_statuses)
+        if tags is not None:
+            own["tags"] = tuple(tags) if isinstance(tags, list | tuple | set) else tags
         own = {name: value for name, value in own.items() if value is not None}
         return replace(task, **own) if own else task
 
@@ -146,14 +167,16 @@ class HammerwebBackend(BaseTaskBackend):
             errors=[],
             worker_ids=[],
         )
-        unique = task.unique_fields(args, kwargs) if isinstance(task, HammerwebTask) else {}
+        own = {}
+        if isinstance(task, HammerwebTask):
+            own = {**task.unique_fields(args, kwargs), "tags": task.tags, "meta": task.meta}
         job = Job(
             id=uuid.UUID(result.id),
             queue_name=task.queue_name,
             payload=task_payload(task, result.args, result.kwargs),
             priority=job_priority(task.priority),
             max_attempts=self.max_attempts,
-            **unique,
+            **own,
         )
         if task.run_after is not None:
             job.scheduled_at = task.run_after

@@ -25,10 +25,12 @@ from .exceptions import (
     InvalidPayload,
     InvalidPriority,
     InvalidQueueName,
+    InvalidTags,
     InvalidWorkflow,
 )
 from .models import MAX_QUEUE_NAME_LENGTH, Job
 from .retry import RetryStrategy
+from .tags import check_tags
 from .text import MAX_LABEL, storable, unstorable
 
 #: A payload larger than this is refused: a queue is not a blob store.
@@ -102,6 +104,19 @@ def check_json(value: object, what: str, error: type[InvalidJob] = InvalidPayloa
         raise error(f"{what} contains a NUL character")
     if text.count("[") + text.count("{") > MAX_JSON_NESTING and _nesting(value) > MAX_JSON_NESTING:
         raise error(f"{what} is nested more than {MAX_JSON_NESTING} deep")
+
+
+def check_meta(meta: object) -> dict:
+    """A job's meta (see `queues.tags`): a JSON object (string keys) that a JSON column of
+    every database holds, within a payload's limits. None means an empty one."""
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise InvalidTags(f"meta must be a dict (a JSON object), not {type(meta).__name__}")
+    if not all(isinstance(key, str) for key in meta):
+        raise InvalidTags("meta's keys must be strings (JSON would make them strings)")
+    check_json(meta, "meta", InvalidTags)
+    return meta
 
 
 def _nesting(value: object) -> int:
@@ -215,6 +230,8 @@ def validate_job(job, now) -> None:
     if job.payload is None:
         raise InvalidPayload("payload must not be None (an empty payload is {})")
     check_json(job.payload, "payload")
+    job.tags = check_tags(job.tags)
+    job.meta = check_meta(job.meta)
     priority = job.priority
     if isinstance(priority, bool) or priority not in set(JobPriority):
         raise InvalidPriority(f"unknown priority: {priority!r} (use JobPriority)")

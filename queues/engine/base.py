@@ -75,6 +75,8 @@ class Match:
     claimed_by: UUID | None = None
     #: The jobs whose unique slot is one of these (see `queues.unique`).
     unique_slots: Collection[str] | None = None
+    #: The jobs that have this tag (see `queues.tags`).
+    tag: str | None = None
 
     def __post_init__(self) -> None:
         if self.ids is not None and not isinstance(self.ids, frozenset):
@@ -97,6 +99,7 @@ class Match:
             and (self.dependency_status is None or job.dependency_status == self.dependency_status)
             and (self.claimed_by is None or job.claimed_by == self.claimed_by)
             and (self.unique_slots is None or job.unique_slot in self.unique_slots)
+            and (self.tag is None or self.tag in job.tags)
         )
 
 

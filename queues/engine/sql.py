@@ -17,6 +17,7 @@ from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
 from ..models import FailedAttempt, Job, JobDependency, QueuePause, ReaperRun
 from ..sql import queries_for, statements
+from ..tags import JobTag, tag_rows
 from . import session
 from .base import ClaimParams, Group, Match
 from .rows import RowReader
@@ -191,6 +192,9 @@ class SqlStore:
         ]
         if edges:
             self._edges().bulk_create(edges, batch_size=INSERT_BATCH)
+        tags = tag_rows(jobs)
+        if tags:  # jobs without tags: no statement
+            JobTag.objects.using(self.using).bulk_create(tags, batch_size=INSERT_BATCH)
 
     def _jobs(self, match: Match | None = None):
         jobs = Job.objects.using(self.using)
@@ -206,6 +210,8 @@ class SqlStore:
             "dependency_status": match.dependency_status,
             "claimed_by": match.claimed_by,
             "unique_slot__in": None if match.unique_slots is None else list(match.unique_slots),
+            # One row per (job, tag): the join cannot repeat a job.
+            "tag_rows__tag": match.tag,
         }
         return jobs.filter(**{k: v for k, v in lookups.items() if v is not None})
 

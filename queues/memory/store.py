@@ -27,7 +27,7 @@ from ..enums import FAILURE_STATUSES, BatchStatus, DependencyStatus, JobStatus, 
 from ..models import Batch, FailedAttempt, Job, QueuePause, ReaperRun, Workflow
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
-_JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on", "unique_scope")
+_JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on", "unique_scope", "tags", "meta")
 _COLUMNS = [field.attname for field in Job._meta.concrete_fields]
 _ATTEMPT_COLUMNS = [field.attname for field in FailedAttempt._meta.concrete_fields]
 _CLAIMABLE_DEPENDENCY = (DependencyStatus.NONE, DependencyStatus.SATISFIED)

@@ -38,3 +38,8 @@ def complex_return_value():
 @task(unique=True)
 def refresh_feed(feed_id):
     return {"refreshed": feed_id}
+
+
+@task(tags=["billing", "eu"], meta={"team": "payments"})
+def charge(invoice_id):
+    return {"charged": invoice_id}

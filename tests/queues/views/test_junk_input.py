@@ -155,6 +155,7 @@ def test_no_dashboard_route_answers_junk_with_a_500(superuser, qname, monkeypatc
     reads = Reads(monkeypatch)
     routes = list(_routes())
     assert len(routes) >= 18
+    walked: set[str] = set()
     for _, route in routes:
         values = _samples(qname)
         path = _path(route, values)
@@ -163,6 +164,7 @@ def test_no_dashboard_route_answers_junk_with_a_500(superuser, qname, monkeypatc
         reads.keys.clear()
         walk.send(method, path, valid, htmx=False)
         fields = {key: valid.get(key, "x") for key in reads.keys if key != "csrfmiddlewaretoken"}
+        walked.update(fields)
         for field in fields:
             for junk in JUNK:
                 for htmx in (False, True) if method == "POST" else (False,):
@@ -173,6 +175,7 @@ def test_no_dashboard_route_answers_junk_with_a_500(superuser, qname, monkeypatc
             if method == "GET":
                 walk.send(method, path, {"target": junk}, htmx=True)
     # The walk reached the views (pages drawn, notices given), and junk was told apart.
+    assert {"status", "priority", "q", "tag", "after"} <= walked, walked
     assert walk.statuses[200] > 500 and walk.statuses[400] and walk.statuses[404], walk.statuses
     assert not walk.failures, f"{len(walk.failures)} of {walk.requests}:\n" + "\n".join(
         walk.failures[:40]
@@ -197,6 +200,7 @@ def test_no_admin_page_answers_junk_with_a_500(superuser, qname):
     engine.pause_queue(qname)
     models = [m for m in admin.site._registry if m._meta.app_label == "queues"]
     assert len(models) >= 9
+    assert {"tag", "status__exact", "q"} <= _changelist_params(superuser, Job)
     for model in models:
         opts = model._meta
         changelist = reverse(f"admin:queues_{opts.model_name}_changelist")

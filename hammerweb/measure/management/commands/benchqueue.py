@@ -111,9 +111,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps({"meta": meta, "figures": rows}, indent=2))
             return
         median = f", median of {repeat} runs" if repeat > 1 else ""
-        self.stdout.write(
-            f"{meta['database']} ({meta['vendor']}), {jobs} jobs per figure{median}"
-        )
+        self.stdout.write(f"{meta['database']} ({meta['vendor']}), {jobs} jobs per figure{median}")
         self.stdout.write(f"{'group':<16}{'measurement':<36}{'jobs/s':>10}  ratio")
         for row in rows:
             rate = row["jobs_per_second"]
