@@ -60,14 +60,20 @@ ALL = (
     job_enqueued, job_started, job_succeeded, job_failed, job_reaped, job_cancelled,
     job_retried, job_dead,
 )  # fmt: skip
-#: What the end of a run may send.
-_ENDS = (job_succeeded, job_failed, job_reaped, job_cancelled, job_retried, job_dead)
 #: The attempt ends that are the reaper's (a lease expired) or the lifeline's.
 _REAPED = (AttemptEnd.LEASE_EXPIRED, AttemptEnd.PROCESS_DIED)
 
 
-def _heard(signals) -> bool:
-    return any(signal.receivers for signal in signals)
+def _ends_heard() -> bool:
+    # Spelt out, not any() over a tuple: this runs for every job a worker finishes.
+    return bool(
+        job_succeeded.receivers
+        or job_failed.receivers
+        or job_reaped.receivers
+        or job_cancelled.receivers
+        or job_retried.receivers
+        or job_dead.receivers
+    )
 
 
 def send(signal: JobSignal, sender, job, attempt: int | None = None, **arguments) -> None:
@@ -117,7 +123,7 @@ def started(store, sender, jobs, worker_id) -> None:
 def run_ended(store, sender, job, outcome, status, attempt, started_at, now) -> None:
     """The write of `outcome` (the run's end) gave `job` `status` (in the open transaction):
     one of succeeded, failed, reaped or cancelled, then retried or dead if it came to that."""
-    if not _heard(_ENDS):
+    if not _ends_heard():
         return
     run_time = _seconds(started_at, now)
     store.on_commit(lambda: _send_end(sender, job, outcome, status, attempt, run_time))
@@ -160,7 +166,7 @@ def next_step(sender, job, status, attempt, error, operator: bool) -> None:
 def operator_acted(store, sender, job, status, attempt, started_at, now) -> None:
     """An operator cancelled, marked dead or retried `job` (in the open transaction); `job`
     holds the values written."""
-    if not _heard((job_cancelled, job_retried, job_dead)):
+    if not (job_cancelled.receivers or job_retried.receivers or job_dead.receivers):
         return
     run_time = _seconds(started_at, now)
 

@@ -57,7 +57,8 @@ def log_job_event(signal, sender, job, job_id, queue_name, attempt, **arguments)
     run_time = arguments.get("run_time")
     error = arguments.get("error")
     took = f" in {run_time:.3f}s" if run_time is not None else ""
-    why = f": {error}" if error and outcome != "retried" else ""
+    # The message names the error by its first line; the field holds all of it.
+    why = f": {error.splitlines()[0]}" if error and outcome != "retried" else ""
     fields = {
         "job_id": str(job_id),
         "queue": queue_name,

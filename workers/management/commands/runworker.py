@@ -261,7 +261,11 @@ class Command(BaseCommand):
             for handler in [h for h in named.handlers if getattr(h, "runworker", False)]:
                 named.removeHandler(handler)  # an earlier call's, in this process
             if log_format == "json":
-                # Asked for: every line JSON, none also through the project's text handlers.
+                # Asked for: every line JSON on stderr, none through the project's text
+                # handlers (a project that wants JSON elsewhere uses JsonFormatter in its
+                # LOGGING, without --log-format).
+                for handler in list(named.handlers):
+                    named.removeHandler(handler)
                 named.propagate, named.runworker_json = False, True
             else:
                 if getattr(named, "runworker_json", False):  # an earlier call's, undone
