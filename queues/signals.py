@@ -134,7 +134,9 @@ def _send_end(sender, job, outcome, status, attempt, run_time) -> None:
     if outcome.kind == "completed":
         send(job_succeeded, sender, job, attempt, run_time=run_time, result=outcome.result)
         return
-    if outcome.ended_by in _REAPED:
+    if outcome.kind == "retry" and error is None:
+        pass  # the handler rescheduled itself: no failure, only the retry
+    elif outcome.ended_by in _REAPED:
         send(job_reaped, sender, job, attempt, run_time=run_time, error=error, status=status)
     elif outcome.kind == "cancelled":
         send(job_cancelled, sender, job, attempt, run_time=run_time, error=error, operator=False)

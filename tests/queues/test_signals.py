@@ -174,3 +174,16 @@ def test_in_a_callers_transaction_they_wait_for_its_commit():
     assert recorder.names(dropped) == []
     assert recorder.names(kept) == ["job_enqueued", "job_started", "job_succeeded"]
     assert not any(event["in_transaction"] for event in recorder.events)
+
+
+def test_a_handler_rescheduling_itself_is_retried_not_failed(queue):
+    name = unique_queue("sig_snooze")
+    recorder = recorder_for(queue)
+    job_id = queue.enqueue(Job(queue_name=name, payload={}))
+    job = queue.dequeue_one(name)
+    later = queue.now() + timedelta(minutes=5)
+    with connected(recorder):
+        queue.finish_job_run(job, JobOutcome.retry(later))
+    (retried,) = recorder.of(job_id)
+    assert (retried.name, retried["run_at"], retried["error"]) == ("job_retried", later, None)
+    assert retried["committed_status"] == JobStatus.PENDING
