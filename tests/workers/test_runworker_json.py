@@ -87,3 +87,11 @@ def test_supervised_children_log_json_too(tmp_path):
     assert set(done) == {str(job_id) for job_id in ids}
     assert supervisor not in {e["process"] for e in done.values()}, "run by the children"
     assert all(isinstance(e["run_time"], float) and e["attempt"] == 1 for e in done.values())
+
+
+def test_an_unknown_log_format_is_a_clear_error():
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="invalid choice: 'xml'"):
+        call_command("runworker", WORK_QUEUE, "--log-format", "xml", "--burst")
