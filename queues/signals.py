@@ -37,11 +37,21 @@ logger = logging.getLogger("queues.signals")
 
 
 class JobSignal(Signal):
-    """A `Signal` that knows its name (for the log of a receiver that raised)."""
+    """A `Signal` that knows its name (for the log of a receiver that raised), and keeps
+    `ends_heard` up to date as receivers connect and disconnect."""
 
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
+
+    def connect(self, *args, **kwargs) -> None:
+        super().connect(*args, **kwargs)
+        _recount()
+
+    def disconnect(self, *args, **kwargs) -> bool:
+        removed = super().disconnect(*args, **kwargs)
+        _recount()
+        return removed
 
     def __repr__(self) -> str:
         return f"<JobSignal {self.name}>"
@@ -64,16 +74,16 @@ ALL = (
 _REAPED = (AttemptEnd.LEASE_EXPIRED, AttemptEnd.PROCESS_DIED)
 
 
-def _ends_heard() -> bool:
-    # Spelt out, not any() over a tuple: this runs for every job a worker finishes.
-    return bool(
-        job_succeeded.receivers
-        or job_failed.receivers
-        or job_reaped.receivers
-        or job_cancelled.receivers
-        or job_retried.receivers
-        or job_dead.receivers
-    )
+#: Whether a signal a run's end may send has a receiver: read for every job a worker
+#: finishes, so one flag instead of six lists (a receiver that was garbage-collected may
+#: leave it True until the next connect or disconnect: then a send finds no one).
+_ends_heard = False
+
+
+def _recount() -> None:
+    global _ends_heard
+    ends = (job_succeeded, job_failed, job_reaped, job_cancelled, job_retried, job_dead)
+    _ends_heard = any(signal.receivers for signal in ends)
 
 
 def send(signal: JobSignal, sender, job, attempt: int | None = None, **arguments) -> None:
@@ -123,9 +133,11 @@ def started(store, sender, jobs, worker_id) -> None:
 def run_ended(store, sender, job, outcome, status, attempt, started_at, now) -> None:
     """The write of `outcome` (the run's end) gave `job` `status` (in the open transaction):
     one of succeeded, failed, reaped or cancelled, then retried or dead if it came to that."""
-    if not _ends_heard():
-        return
-    run_time = _seconds(started_at, now)
+    if _ends_heard:  # the rest in another function: its closure's cells cost every call
+        _on_end(store, sender, job, outcome, status, attempt, _seconds(started_at, now))
+
+
+def _on_end(store, sender, job, outcome, status, attempt, run_time) -> None:
     store.on_commit(lambda: _send_end(sender, job, outcome, status, attempt, run_time))
 
 
