@@ -8,7 +8,7 @@ writer's transaction is committed. Receivers are called with `send_robust`: one 
 is logged (logger `queues.signals`) and changes nothing of what was written.
 
 Nothing is built, and no callback is registered, while a signal has no receiver: a worker
-without receivers pays one check of a list per write.
+without receivers pays one check of a list per claim and of a flag per job it finishes.
 
 Every signal is sent with `sender` the queue's class (`JobQueue`, `TestQueue`) and the
 arguments `job` (the `Job` as written: read it, do not change it), `job_id`, `queue_name`
@@ -117,17 +117,18 @@ def send(signal: JobSignal, sender, job, attempt: int | None = None, **arguments
 def enqueued(store, sender, jobs) -> None:
     """The jobs were inserted (in the open transaction)."""
     if job_enqueued.receivers and jobs:
-        jobs = list(jobs)
-        store.on_commit(lambda: [send(job_enqueued, sender, job) for job in jobs])
+        _on_commit_each(store, job_enqueued, sender, list(jobs), {})
 
 
 def started(store, sender, jobs, worker_id) -> None:
     """A claim took the jobs (their attempt counted)."""
     if job_started.receivers and jobs:
-        jobs = list(jobs)
-        store.on_commit(
-            lambda: [send(job_started, sender, job, worker_id=worker_id) for job in jobs]
-        )
+        _on_commit_each(store, job_started, sender, list(jobs), {"worker_id": worker_id})
+
+
+def _on_commit_each(store, signal, sender, jobs, arguments) -> None:
+    # Apart from the callers: a closure's cells would cost them on every call.
+    store.on_commit(lambda: [send(signal, sender, job, **arguments) for job in jobs])
 
 
 def run_ended(store, sender, job, outcome, status, attempt, started_at, now) -> None:
