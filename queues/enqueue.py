@@ -14,7 +14,7 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
-from . import effects, unique
+from . import effects, signals, unique
 from .clock import SystemClock
 from .engine import Match
 from .exceptions import InvalidBatch, InvalidJob, InvalidWorkflow
@@ -118,6 +118,7 @@ class Enqueues:
                 raise InvalidWorkflow(f"unknown dependency: {sorted(missing)[0]}")
         settle_dependencies(jobs, by_id, parents, now)
         self.store.insert_jobs(jobs)
+        signals.enqueued(self.store, type(self), jobs)
         changes: list[Change] = [
             (job.batch_id, job.workflow_id, None, job.status)
             for job in jobs

@@ -20,7 +20,7 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
-from . import effects, history, schedule_sync, transitions, unique
+from . import effects, history, schedule_sync, signals, transitions, unique
 from .clock import SYSTEM_CLOCK
 from .deletion import JobDeletion
 from .engine import ClaimParams, Match, Store, sql_store
@@ -146,8 +146,12 @@ class JobQueue(Enqueues, Runs):
         if weights is None or weights.strict_priority:
             one = store.claim_is_one_statement
             claimed = store.atomic(lambda: store.claim(params), single_statement=one)
-            return sorted(claimed, key=claim_key)
-        return self._atomic(weighted)
+            claimed = sorted(claimed, key=claim_key)
+        else:
+            claimed = self._atomic(weighted)
+        # Committed (or at the commit of the caller's transaction).
+        signals.started(store, type(self), claimed, claimed_by)
+        return claimed
 
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
         options = (options or DequeueOptions()).with_batch_size(1)
@@ -250,6 +254,7 @@ class JobQueue(Enqueues, Runs):
             self._note_ended_run(job, AttemptEnd.RETRIED, JobStatus.PENDING, reason, now)
             change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
             effects.apply_tallies(self.store, [change], now)
+            self._announce_operator(job, fields, JobStatus.PENDING, now)
 
         try:
             self._atomic(work)
@@ -278,8 +283,16 @@ class JobQueue(Enqueues, Runs):
             _, more = effects.after_terminal_failure(self.store, job, now)
             changes = [(job.batch_id, job.workflow_id, old, status), *more]
             effects.apply_tallies(self.store, changes, now)
+            self._announce_operator(job, fields, status, now)
 
         self._atomic(work)
+
+    def _announce_operator(self, job: Job, fields: dict, status: str, now) -> None:
+        """The signal of an operator's action on `job` (sent once it commits)."""
+        attempt, started_at = job.attempts, job.started_at
+        for name, value in fields.items():
+            setattr(job, name, value)
+        signals.operator_acted(self.store, type(self), job, status, attempt, started_at, now)
 
     def _note_ended_run(self, job: Job, end: str, status: str, reason, now) -> None:
         """An operator's action ended the run of `job` (if it was Running): its history

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from . import effects, history
+from . import effects, history, signals
 from .enums import JobStatus
 from .groups import BATCH_FAILED, batch_failed_error
 from .models import FailedAttempt, Job
@@ -177,6 +177,10 @@ class Runs:
                 job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
                 job.run_token = job.lease_expires_at = None
                 results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+                signals.run_ended(
+                    self.store, type(self), job, finished[i][1], JobStatus.COMPLETED,
+                    job.attempts, job.started_at, now,
+                )  # fmt: skip
         # Dependents once every completion is written (a child of two of them is released
         # at once), in the order of `finished`.
         for i, (job, _) in enumerate(finished):
@@ -195,7 +199,12 @@ class Runs:
             return None
         if row is not None:
             attempts.append(row)
-        return effects.record(self.store, job, plan, now)
+        attempt, started_at = job.attempts, job.started_at  # before the plan's values
+        recorded = effects.record(self.store, job, plan, now)
+        signals.run_ended(
+            self.store, type(self), job, outcome, plan.status, attempt, started_at, now
+        )
+        return recorded
 
     def _insert_attempts(self, attempts: list[FailedAttempt]) -> None:
         """The history rows of a write's failures: one INSERT for all of them, none if none

@@ -220,7 +220,9 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit from a handler fails its job, not the worker
-        logger.info("job %s on %s failed: %r", job.id, job.queue_name, exc)
+        logger.info("job %s on %s failed: %r", job.id, job.queue_name, exc,
+                    extra={"job_id": str(job.id), "queue": job.queue_name,
+                           "attempt": job.attempts})
         return Execution(failure(exc))
     return Execution(JobOutcome.completed(value))
 

@@ -115,6 +115,10 @@ class Store(Protocol):
         """Run `fn` in one transaction (or in the caller's), again after a lock conflict;
         with `single_statement` it may run without a transaction of its own."""
 
+    def on_commit(self, fn: Callable[[], None]) -> None:
+        """Call `fn` once the open transaction commits (never if it rolls back); at once
+        outside a transaction."""
+
     # Claims -------------------------------------------------------------------------------
     def claimable_levels(self, queue: str, now: datetime) -> list[int]:
         """The priority levels of `queue` with a claimable job at `now` (pause not asked)."""

@@ -99,6 +99,10 @@ class SqlStore:
                 time.sleep(0.005 * (2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def on_commit(self, fn) -> None:
+        # Robust: what runs after the commit must not make the caller take it for failed.
+        transaction.on_commit(fn, using=self.using, robust=True)
+
     # The catalogue ----------------------------------------------------------------------
     def claimable_levels(self, queue: str, now: datetime) -> list[int]:
         with self.cursor() as cursor:

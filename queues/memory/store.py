@@ -77,10 +77,16 @@ def _holding_lock(fn):
     return locked
 
 
+def _own_lock(fn):
+    """A method that takes the store's lock itself (to call something after releasing it)."""
+    fn.own_lock = True
+    return fn
+
+
 def _serialised(cls):
     """Every public method holds the store's (re-entrant) lock: each operation is atomic."""
     for name, fn in list(vars(cls).items()):
-        if callable(fn) and not name.startswith("_"):
+        if callable(fn) and not name.startswith("_") and not getattr(fn, "own_lock", False):
             setattr(cls, name, _holding_lock(fn))
     return cls
 
@@ -101,20 +107,36 @@ class MemoryStore:
         self._attempt_ids = 0
         self._lock = threading.RLock()
         self._undo: list[Callable[[], None]] | None = None  # the open transaction's
+        self._after: list[Callable[[], None]] = []  # and what runs once it committed
 
     # Transactions -----------------------------------------------------------------------
+    @_own_lock
     def atomic(self, fn, *, single_statement: bool = False):
-        if self._undo is not None:
-            return fn()  # part of the caller's transaction
-        self._undo = []
-        try:
-            return fn()
-        except BaseException:
-            for undo in reversed(self._undo):
-                undo()
-            raise
-        finally:
-            self._undo = None
+        with self._lock:
+            if self._undo is not None:
+                return fn()  # part of the caller's transaction
+            self._undo, self._after = [], []
+            try:
+                result = fn()
+            except BaseException:
+                for undo in reversed(self._undo):
+                    undo()
+                raise
+            finally:
+                self._undo, after, self._after = None, self._after, []
+        # After the commit, the lock released: a receiver called here may wait for another
+        # thread that uses the store.
+        for callback in after:
+            callback()
+        return result
+
+    @_own_lock
+    def on_commit(self, fn) -> None:
+        with self._lock:
+            if self._undo is not None:  # this thread's transaction: the lock is held
+                self._after.append(fn)
+                return
+        fn()
 
     def _set(self, row, fields) -> None:
         """Write columns of a stored row (undone with its transaction)."""

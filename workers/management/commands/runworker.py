@@ -25,6 +25,7 @@ from queues.validation import validate_queue_name
 
 from ...faults import GaveUp, retrying
 from ...lifeline import ChildLifeline
+from ...logformat import FORMATS, formatter, log_jobs
 from ...probes import address
 from ...process import ProcessSettings, WorkerProcessRuntime
 from ...registry import autodiscover, handler_for
@@ -38,7 +39,6 @@ from ...supervisor import (
 )
 
 logger = logging.getLogger("workers")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: How long a supervisor that stops waits for the hand-back of its last children's jobs.
 LIFELINE_PATIENCE = 30.0
 
@@ -124,9 +124,16 @@ class Command(BaseCommand):
         parser.add_argument("--no-schedules", action="store_true",
                             help="do not synchronise HAMMERWEB['SCHEDULES'] at start "
                                  "(manage.py syncschedules does it)")
+        parser.add_argument("--log-format", choices=FORMATS, default="text",
+                            help="text (default) or json: one JSON object per line on stderr")
+        parser.add_argument("--log-jobs", action="store_true",
+                            help="log a line per job event (started, succeeded, failed, "
+                                 "retried, dead, reaped, cancelled) on the logger workers.jobs")
 
     def handle(self, *args, **options):
-        self._configure_logging(options["verbosity"])
+        self._configure_logging(options["verbosity"], options["log_format"])
+        if options["log_jobs"]:
+            log_jobs()
         stop, force = threading.Event(), threading.Event()
         previous = self._install_signals(stop, force)
         try:
@@ -229,6 +236,7 @@ class Command(BaseCommand):
             *("--prune-after", str(options["prune_after"])),
             *("--database", options["database"]),
             *("--verbosity", str(options["verbosity"])),
+            *("--log-format", options["log_format"]),
             *("--processes", "1"),
             "--skip-checks",  # the supervisor ran them
             "--no-schedules",  # and synchronised the schedules
@@ -237,6 +245,8 @@ class Command(BaseCommand):
             args += ["--include", module]
         if options["burst"]:
             args.append("--burst")
+        if options["log_jobs"]:
+            args.append("--log-jobs")
         return args
 
     def _child_ports(self, options, index: int) -> list[str]:
@@ -264,16 +274,30 @@ class Command(BaseCommand):
                 previous[signum] = signal.signal(signum, on_signal)
         return previous
 
-    def _configure_logging(self, verbosity: int) -> None:
+    def _configure_logging(self, verbosity: int, log_format: str) -> None:
         level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
         logging.getLogger("workers").setLevel(level)
         for name in ("workers", "queues"):
             named = logging.getLogger(name)
-            if not named.hasHandlers():
-                # A project that configures no logging for us still sees the progress.
-                handler = logging.StreamHandler()
-                handler.setFormatter(logging.Formatter(LOG_FORMAT))
-                named.addHandler(handler)
+            for handler in [h for h in named.handlers if getattr(h, "runworker", False)]:
+                named.removeHandler(handler)  # an earlier call's, in this process
+            if log_format == "json":
+                # Asked for: every line JSON on stderr, none through the project's text
+                # handlers (a project that wants JSON elsewhere uses JsonFormatter in its
+                # LOGGING, without --log-format).
+                for handler in list(named.handlers):
+                    named.removeHandler(handler)
+                named.propagate, named.runworker_json = False, True
+            else:
+                if getattr(named, "runworker_json", False):  # an earlier call's, undone
+                    named.propagate, named.runworker_json = True, False
+                if named.hasHandlers():
+                    continue
+            # A project that configures no logging for us still sees the progress.
+            handler = logging.StreamHandler()
+            handler.setFormatter(formatter(log_format))
+            handler.runworker = True
+            named.addHandler(handler)
         if verbosity >= 3:
             logging.getLogger("queues").setLevel(logging.DEBUG)
         if settings.DEBUG:

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from hammerweb.measure.benchmark import runs
+from queues import signals
 from queues.api import JobQueue
 
 WORKERS = [
@@ -34,6 +35,12 @@ class Command(BaseCommand):
         parser.add_argument("--jobs", type=positive, default=2000, help="jobs per measurement")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
         parser.add_argument(
+            "--receiver",
+            action="store_true",
+            help="connect a receiver that does nothing to every lifecycle signal: what "
+            "sending them costs",
+        )
+        parser.add_argument(
             "--repeat",
             type=positive,
             default=1,
@@ -43,6 +50,16 @@ class Command(BaseCommand):
     def handle(self, *args, jobs: int, json: bool, repeat: int = 1, **options):
         if jobs < 1 or repeat < 1:
             raise CommandError("--jobs and --repeat must be at least 1")
+        if options.get("receiver"):
+            for signal in signals.ALL:
+                signal.connect(_heard, dispatch_uid="benchqueue")
+        try:
+            self._measure(jobs, json, repeat)
+        finally:
+            for signal in signals.ALL:
+                signal.disconnect(dispatch_uid="benchqueue")
+
+    def _measure(self, jobs: int, json: bool, repeat: int) -> None:
         if settings.DEBUG:
             self.stderr.write(
                 "DEBUG is on: Django records every query, which slows each figure; "
@@ -116,3 +133,7 @@ class Command(BaseCommand):
         for row in rows:
             rate = row["jobs_per_second"]
             self.stdout.write(f"{row['group']:<16}{row['label']:<36}{rate:>10.0f}  {row['ratio']}")
+
+
+def _heard(signal, sender, **arguments) -> None:
+    """The receiver of `--receiver`: the signal's cost without a receiver's own."""
