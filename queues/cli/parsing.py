@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 
 from ..enums import TERMINAL_STATUSES, JobStatus
 from ..exceptions import InvalidJob
+from ..tags import check_tag
 from ..validation import parse_job_id, validate_queue_name
 
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
@@ -67,6 +68,15 @@ def queue_name(value: str | None, option: str = "--queue") -> str | None:
         return validate_queue_name(value)
     except InvalidJob as exc:
         raise CommandError(f"{option}: {value!r}: {exc}") from exc
+
+
+def tag(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check_tag(value)
+    except InvalidJob as exc:
+        raise CommandError(f"--tag: {exc}") from exc
 
 
 def job_ids(values: list[str]) -> list[UUID]:

@@ -1,6 +1,6 @@
-"""Which jobs a filter of the command line selects (`--queue`, `--status`, `--older-than`,
-`--newer-than`): one `Selection`, read by `list` and acted on, a page of ids at a time, by
-`retry`, `cancel`, `delete` and `purge`.
+"""Which jobs a filter of the command line selects (`--queue`, `--status`, `--tag`,
+`--older-than`, `--newer-than`): one `Selection`, read by `list` and acted on, a page of ids
+at a time, by `retry`, `cancel`, `delete` and `purge`.
 
 Age is counted from a job's creation (its `created_at`), except in `purge`, which counts
 from when the job finished (`queues.purging`).
@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.db.models import QuerySet
 
 from ..models import Job
+from ..tags import JobTag
 from . import parsing
 
 
@@ -23,7 +24,7 @@ class Selection:
     statuses: list[str] = field(default_factory=list)
     older_than: timedelta | None = None
     newer_than: timedelta | None = None
-    # A `--tag` filter goes here (and in `jobs`, below) once jobs have tags.
+    tag: str | None = None
 
     @classmethod
     def from_options(cls, options: dict, *, finished_only: bool = False) -> Selection:
@@ -32,6 +33,7 @@ class Selection:
         return cls(
             queue=parsing.queue_name(options.get("queue")),
             statuses=parsing.statuses(options.get("status"), finished_only=finished_only),
+            tag=parsing.tag(options.get("tag")),
             older_than=None if older is None else parsing.duration(older, "--older-than"),
             newer_than=None if newer is None else parsing.duration(newer, "--newer-than"),
         )
@@ -39,7 +41,9 @@ class Selection:
     @property
     def is_empty(self) -> bool:
         """No filter at all: every job."""
-        return not (self.queue or self.statuses or self.older_than or self.newer_than)
+        return not (
+            self.queue or self.statuses or self.tag or self.older_than or self.newer_than
+        )
 
     def describe(self) -> str:
         parts = []
@@ -47,6 +51,8 @@ class Selection:
             parts.append(f"queue {self.queue!r}")
         if self.statuses:
             parts.append("status " + "/".join(self.statuses))
+        if self.tag:
+            parts.append(f"tag {self.tag!r}")
         if self.older_than:
             parts.append(f"older than {self.older_than}")
         if self.newer_than:
@@ -60,6 +66,8 @@ class Selection:
             rows = rows.filter(queue_name=self.queue)
         if self.statuses:
             rows = rows.filter(status__in=self.statuses)
+        if self.tag:
+            rows = rows.filter(id__in=self._tagged(using))
         if self.older_than:
             rows = rows.filter(created_at__lt=now - self.older_than)
         if self.newer_than:
@@ -72,14 +80,25 @@ class Selection:
         return (
             (not self.queue or job.queue_name == self.queue)
             and (not self.statuses or job.status in self.statuses)
+            and (not self.tag or self.tag in (job.tags or []))
             and (not self.older_than or created < now - self.older_than)
             and (not self.newer_than or created >= now - self.newer_than)
         )
 
     def finished(self, rows: QuerySet) -> QuerySet:
-        """`rows` narrowed by queue and status only (purge's age is its own)."""
+        """`rows` narrowed by queue, status and tag only (purge's age is its own)."""
         if self.queue:
             rows = rows.filter(queue_name=self.queue)
         if self.statuses:
             rows = rows.filter(status__in=self.statuses)
+        if self.tag:
+            rows = rows.filter(id__in=self._tagged(rows.db))
         return rows
+
+    def _tagged(self, using: str) -> QuerySet:
+        """The ids of the jobs with the tag, read from the tags' index (with the queue's
+        when there is one, which leads the queue page's index)."""
+        tagged = JobTag.objects.using(using).filter(tag=self.tag)
+        if self.queue:
+            tagged = tagged.filter(queue_name=self.queue)
+        return tagged.values("job_id")

@@ -33,7 +33,7 @@ def _filters(parser, *, age: bool = True) -> None:
             "--older-than", "--age", metavar="DURATION", help="created longer ago (30d, 12h)"
         )
         parser.add_argument("--newer-than", metavar="DURATION", help="created more recently")
-    # A --tag filter goes here once jobs have tags (and in `cli.selection.Selection`).
+    parser.add_argument("--tag", help="only jobs with this tag")
 
 
 def _confirmed(parser) -> None:

@@ -3,6 +3,8 @@ a confirmation), `pause` and `resume`; `--dry-run` reads and says, and changes n
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.management import CommandError
 
@@ -115,3 +117,23 @@ def test_pause_and_resume_a_queue():
     assert jobs("resume", name)[0].strip() == f"resumed {name!r}"
     assert not queue.is_queue_paused(name)
     assert jobs("resume", name)[0].strip() == f"{name!r} was not paused"
+
+
+def test_a_tag_selects_the_jobs_that_carry_it():
+    name = unique_queue("cli_tag")
+    queue = JobQueue()
+    queue.enqueue_many(
+        [Job(queue_name=name, tags=["eu"], payload={"n": 1}), Job(queue_name=name, tags=["us"])]
+    )
+    eu = queue.enqueue(Job(queue_name=name, tags=[name, "eu"]))
+    listed, _ = jobs("list", "--tag", "eu", "--queue", name, "--json")
+    assert len(json.loads(listed)) == 2
+    out, _ = jobs("cancel", "--tag", name, "--yes")  # every queue's jobs with the tag
+    assert out.split("\n")[:2] == [f"1 jobs match (tag {name!r})", "cancelled 1 jobs"]
+    assert {s for i, s in _statuses(name).items() if i == str(eu)} == {JobStatus.FAILED}
+    assert sorted(_statuses(name).values()).count(JobStatus.PENDING) == 2
+
+    before = snapshot()
+    with pytest.raises(CommandError, match="--tag"):
+        jobs("delete", "--tag", " eu", "--yes")
+    assert snapshot() == before
