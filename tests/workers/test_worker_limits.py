@@ -37,8 +37,15 @@ def _held_at_limit(queue, jobs: int = 4) -> tuple[str, Job]:
 
 
 def _worker(queue, name: str, **options) -> Worker:
-    return Worker(queue, name, lambda job: {"ok": True}, poll_interval=POLL, batch_size=5,
-                  batch_concurrency=5, **options)
+    return Worker(
+        queue,
+        name,
+        lambda job: {"ok": True},
+        poll_interval=POLL,
+        batch_size=5,
+        batch_concurrency=5,
+        **options,
+    )
 
 
 def test_a_worker_says_once_that_it_waits_at_the_limit(queue, caplog):
