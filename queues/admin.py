@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import deletion, transitions
+from . import admin_limits, deletion, transitions
 from .admin_base import EngineDeletes, GuardedAdmin
 from .exceptions import InvalidQueueName, QueueError
 from .models import (
@@ -32,6 +32,7 @@ from .timeline import Timeline
 from .validation import validate_queue_name
 
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
+__all__ = ["admin_limits"]  # registers the queue limits' admin
 
 
 def _each(modeladmin, request, rows, verb: str, call, *args, **kwargs) -> None:
