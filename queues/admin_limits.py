@@ -4,19 +4,17 @@ deleted: a blank limit is no limit (the row stays, with who removed it and when)
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
-from .admin_base import GuardedAdmin
-from .exceptions import InvalidQueueConfig, InvalidQueueName
+from .admin_base import GuardedAdmin, QueueNameForm
+from .exceptions import InvalidQueueConfig
 from .limits import check_max_running
 from .models import QueueConfig
 from .queue import JobQueue
-from .validation import validate_queue_name
 
 
-class QueueConfigForm(forms.ModelForm):
+class QueueConfigForm(QueueNameForm):
     class Meta:
         model = QueueConfig
         fields = ["queue_name", "max_running"]
@@ -24,12 +22,6 @@ class QueueConfigForm(forms.ModelForm):
             "max_running": "The most jobs of this queue running at once, across every worker "
             "process and host. Blank: no limit.",
         }
-
-    def clean_queue_name(self) -> str:
-        try:
-            return validate_queue_name(self.cleaned_data["queue_name"])
-        except InvalidQueueName as exc:
-            raise ValidationError(str(exc)) from exc
 
     def clean_max_running(self):
         try:
