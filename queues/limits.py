@@ -108,6 +108,11 @@ class Limits:
         limit (its workers then wait for a running job to end), else None."""
         return self._stopped_at.get(queue_name)
 
+    def is_limited(self, queue_name: str) -> bool:
+        """Whether the queue has a limit, as this process last read it (at most a second
+        ago; no read more often)."""
+        return self._is_limited(queue_name)
+
     def _is_limited(self, queue_name: str) -> bool:
         limited = self._limit_cache.limited(self.store, queue_name)
         if not limited:

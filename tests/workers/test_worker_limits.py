@@ -92,3 +92,24 @@ def test_a_burst_worker_waits_at_the_limit_instead_of_stopping(queue):
     queue.finish_job_run(held, JobOutcome.completed())
     run.join(30)  # it ends by itself once the queue is empty
     assert queue.get_job_counts_by_status(name)[JobStatus.COMPLETED] == 4
+
+
+def test_on_a_limited_queue_a_worker_claims_no_more_than_its_free_slots(queue):
+    """A claimed job waiting for a slot counts against the limit: a worker of one slot and a
+    batch of five holds one job at a time, leaving the rest of the limit to others."""
+    name = unique_queue("worker_slots")
+    queue.enqueue_many([Job(queue_name=name, payload={"n": i}) for i in range(6)])
+    queue.queue_config(name, max_running=3)
+    seen: list[int] = []
+
+    def handler(job):
+        seen.append(queue.get_job_counts_by_status(name)[JobStatus.RUNNING])
+        return {"ok": True}
+
+    worker = Worker(queue, name, handler, poll_interval=POLL, batch_size=5, batch_concurrency=1)
+    run = RunningWorker(worker)
+    try:
+        wait_for_status(queue, name, JobStatus.COMPLETED, 6, 30)
+    finally:
+        run.shutdown()
+    assert seen == [1] * 6

@@ -79,12 +79,13 @@ class Claimer:
         poll = self.worker.poll_interval.total_seconds()
         batch_size = self.worker.batch_size
         while True:
+            limited = self._limited()
             with state.lock:
-                while not state.stopping and state.capacity(batch_size) <= 0:
+                while not state.stopping and self._room(batch_size, limited) <= 0:
                     state.room.wait()
                 if state.stopping:
                     return
-                wanted = state.capacity(batch_size)
+                wanted = self._room(batch_size, limited)
             asked, got = self.claim(wanted)
             if got and got == asked:
                 continue  # maybe more where these came from
@@ -97,6 +98,19 @@ class Claimer:
             # The queue had less than asked for: claim again after the poll interval (not
             # at each job's end, which would poll an empty queue once per job).
             state.stopped.wait(poll)
+
+    def _limited(self) -> bool:
+        is_limited = getattr(self.queue, "is_limited", None)  # a caller's queue may lack it
+        return bool(is_limited and is_limited(self.queue_name))
+
+    def _room(self, batch_size: int, limited: bool) -> int:
+        """How many jobs to claim now (lock held). On a limited queue no more than the free
+        slots: a claimed job waiting for a slot counts against every worker's limit."""
+        room = self.state.capacity(batch_size)
+        if limited:
+            state = self.state
+            room = min(room, state.concurrency - len(state.running) + state.finishing)
+        return room
 
     def claim(self, wanted: int) -> tuple[int, int]:
         """Claim up to `wanted` jobs within the free permits and tokens: (asked, got)."""
