@@ -3,18 +3,16 @@ methods as the dashboard; a refused transition is reported per job, never a 500.
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation
-from django.core.exceptions import ValidationError
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import deletion, transitions
-from .admin_base import EngineDeletes, GuardedAdmin
+from . import admin_limits, deletion, transitions
+from .admin_base import EngineDeletes, GuardedAdmin, QueueNameForm
 from .admin_tags import CappedPaginator, QueueFilter, TagFilter, TaggedChangeList
-from .exceptions import InvalidQueueName, QueueError
+from .exceptions import QueueError
 from .models import (
     Batch,
     CompletionCount,
@@ -30,9 +28,9 @@ from .models import (
 from .queue import JobQueue
 from .templatetags.dashboard import pretty_json
 from .timeline import Timeline
-from .validation import validate_queue_name
 
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
+__all__ = ["admin_limits"]  # registers the queue limits' admin
 
 
 def _each(modeladmin, request, rows, verb: str, call, *args, **kwargs) -> None:
@@ -236,20 +234,12 @@ class JobAdmin(EngineDeletes):
         return super().has_change_permission(request, obj) and obj is None
 
 
-class QueuePauseForm(forms.ModelForm):
-    def clean_queue_name(self) -> str:
-        try:
-            return validate_queue_name(self.cleaned_data["queue_name"])
-        except InvalidQueueName as exc:
-            raise ValidationError(str(exc)) from exc
-
-
 @admin.register(QueuePause)
 class QueuePauseAdmin(GuardedAdmin):
     list_display = ["queue_name", "paused_by", "paused_at", "reason"]
     search_fields = ["queue_name", "paused_by", "reason"]
     fields = ["queue_name", "reason"]
-    form = QueuePauseForm
+    form = QueueNameForm
     actions = ["resume"]
 
     def save_model(self, request, obj, form, change) -> None:

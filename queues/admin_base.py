@@ -1,8 +1,10 @@
-"""The admin's base classes for the engine's tables: junk in a request is a 400, and rows are
-deleted through the engine (with its refusals), never by the cascade of Django's `delete()`."""
+"""The admin's base classes for the engine's tables: junk in a request is a 400, rows are
+deleted through the engine (with its refusals), never by the cascade of Django's `delete()`,
+and a table keyed by queue name checks the name as the engine does."""
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.actions import delete_selected as django_delete_selected
@@ -11,10 +13,22 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 from django.utils.translation import gettext_lazy
 
-from .exceptions import QueueError
+from .exceptions import InvalidQueueName, QueueError
 from .models import JobDependency
 from .queue import JobQueue
+from .validation import validate_queue_name
 from .views.access import check_input
+
+
+class QueueNameForm(forms.ModelForm):
+    """The form of a table keyed by queue name (pauses, limits): a name the engine would
+    refuse is the form's error."""
+
+    def clean_queue_name(self) -> str:
+        try:
+            return validate_queue_name(self.cleaned_data["queue_name"])
+        except InvalidQueueName as exc:
+            raise ValidationError(str(exc)) from exc
 
 
 class GuardedAdmin(admin.ModelAdmin):

@@ -23,6 +23,7 @@ from .exceptions import (
     InvalidJobTransition,
     InvalidPayload,
     InvalidPriority,
+    InvalidQueueConfig,
     InvalidQueueName,
     InvalidSchedule,
     InvalidTags,
@@ -33,7 +34,7 @@ from .exceptions import (
 )
 from .groups import BatchResult, JobBatch, JobGroup
 from .memory import TestQueue
-from .models import FailedAttempt, Job
+from .models import FailedAttempt, Job, QueueConfig
 from .options import DequeueOptions, PriorityWeights
 from .outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
 from .queue import JobQueue
@@ -65,6 +66,7 @@ __all__ = [
     "InvalidJobTransition",
     "InvalidPayload",
     "InvalidPriority",
+    "InvalidQueueConfig",
     "InvalidQueueName",
     "InvalidSchedule",
     "InvalidTags",
@@ -80,6 +82,7 @@ __all__ = [
     "MockClock",
     "PartialFailureMode",
     "PriorityWeights",
+    "QueueConfig",
     "QueueError",
     "RecordedOutcome",
     "RetryStrategy",

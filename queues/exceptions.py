@@ -43,6 +43,11 @@ class InvalidSchedule(InvalidJob):
     """A schedule declared in settings (`HAMMERWEB["SCHEDULES"]`) is malformed."""
 
 
+class InvalidQueueConfig(QueueError, ValueError):
+    """A queue's configuration (`JobQueue.queue_config`) was given a bad value; nothing was
+    written."""
+
+
 class JobNotFound(QueueError, LookupError):
     pass
 

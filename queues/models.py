@@ -1,4 +1,5 @@
-"""The tables: jobs, batches, workflows, queue pauses, reaper runs and worker processes.
+"""The tables: jobs, batches, workflows, queue pauses and limits, reaper runs and worker
+processes.
 
 State machine of a job (the claim, the outcomes and the operator's actions):
 
@@ -412,6 +413,30 @@ class QueuePause(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue_name} (paused)"
+
+
+class QueueConfig(models.Model):
+    """A queue's configuration, set with `JobQueue.queue_config`: `max_running`, the most jobs
+    of the queue Running at once across every worker process and host (None: no limit). A
+    limited queue's claims lock this row (see `queues.limits`), so they take turns."""
+
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, primary_key=True)
+    max_running = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.CharField(max_length=255, null=True, blank=True)
+
+    class Meta:
+        ordering = ["queue_name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_running__isnull=True) | Q(max_running__gte=1),
+                name="queueconfig_max_running_positive",
+            )
+        ]
+
+    def __str__(self) -> str:
+        limit = "no limit" if self.max_running is None else f"at most {self.max_running} running"
+        return f"{self.queue_name} ({limit})"
 
 
 class ReaperRun(models.Model):

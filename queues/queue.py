@@ -20,7 +20,7 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
-from . import effects, history, schedule_sync, signals, transitions, unique
+from . import effects, history, limits, schedule_sync, signals, transitions, unique
 from .clock import SYSTEM_CLOCK
 from .deletion import JobDeletion
 from .engine import ClaimParams, Match, Store, sql_store
@@ -29,6 +29,7 @@ from .enqueue import Enqueues
 from .enums import FAILURE_STATUSES, AttemptEnd, JobStatus
 from .exceptions import InvalidJobTransition, JobNotFound
 from .groups import BatchResult
+from .limits import Limits
 from .models import Batch, FailedAttempt, Job, QueuePause
 from .options import DequeueOptions
 from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
@@ -45,10 +46,11 @@ REAPER_BATCH = 500
 UNSURE_CLAIMS = 64
 
 
-class JobQueue(Enqueues, Runs):
+class JobQueue(Enqueues, Runs, Limits):
     def __init__(self, using: str = "default", clock=None, rng: random.Random | None = None):
         self.using = using
         self._setup(clock or SYSTEM_CLOCK, rng, store=None)
+        self._limit_cache = limits.shared_cache(using)
 
     def _setup(self, clock, rng: random.Random | None, store: Store | None) -> None:
         self.clock = clock
@@ -56,6 +58,8 @@ class JobQueue(Enqueues, Runs):
         self._store = store
         self._unsure: OrderedDict[UUID, None] = OrderedDict()
         self._unsure_lock = threading.Lock()
+        self._limit_cache = limits.LimitCache()
+        self._stopped_at: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"JobQueue(using={self.using!r})"
@@ -132,23 +136,33 @@ class JobQueue(Enqueues, Runs):
             claimed_by=claimed_by,
         )
 
-        def weighted():
+        strict = weights is None or weights.strict_priority
+
+        def weighted(wanted: int) -> list[Job]:
             levels = store.claimable_levels(queue_name, now)
             claimed: list[Job] = []
             for level in weights.level_order(levels, self.rng):
-                need = options.batch_size - len(claimed)
+                need = wanted - len(claimed)
                 got = store.claim(replace(params, limit=need, priority=level))
                 claimed.extend(sorted(got, key=age_key))
-                if len(claimed) >= options.batch_size:
+                if len(claimed) >= wanted:
                     break
             return claimed
 
-        if weights is None or weights.strict_priority:
+        def up_to(wanted: int) -> list[Job]:
+            if strict:
+                return sorted(store.claim(replace(params, limit=wanted)), key=claim_key)
+            return weighted(wanted)
+
+        if self._is_limited(queue_name):
+            wanted = options.batch_size
+            claimed = self._atomic(lambda: self._claim_within_limit(queue_name, wanted, up_to))
+        elif strict:
             one = store.claim_is_one_statement
             claimed = store.atomic(lambda: store.claim(params), single_statement=one)
             claimed = sorted(claimed, key=claim_key)
         else:
-            claimed = self._atomic(weighted)
+            claimed = self._atomic(lambda: weighted(options.batch_size))
         # Committed (or at the commit of the caller's transaction).
         signals.started(store, type(self), claimed, claimed_by)
         return claimed

@@ -19,6 +19,7 @@ urlpatterns = [
     # Actions (POST only).
     path("actions/pause/", actions.pause, name="pause"),
     path("actions/resume/", actions.resume, name="resume"),
+    path("actions/limit/", actions.limit, name="limit"),
     path("actions/bulk/", actions.bulk, name="bulk"),
     path("actions/reaper/", actions.run_reaper, name="run-reaper"),
     path("jobs/<uuid:job_id>/retry/", actions.job_retry, name="job-retry"),

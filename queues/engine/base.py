@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from ..models import Batch, FailedAttempt, Job, QueuePause, ReaperRun, Workflow
+from ..models import Batch, FailedAttempt, Job, QueueConfig, QueuePause, ReaperRun, Workflow
 
 #: A batch or a workflow: the rows that tally jobs.
 Group = Batch | Workflow
@@ -126,6 +126,13 @@ class Store(Protocol):
     def claim(self, params: ClaimParams) -> list[Job]:
         """Claim the first claimable jobs (claim order) for `params`; in any order."""
 
+    def lock_queue_limit(self, queue: str) -> int | None:
+        """Lock the queue's configuration row until the transaction ends and return its
+        `max_running` (None: no row, or no limit); a limited claim's first statement."""
+
+    def count_running(self, queue: str) -> int:
+        """How many of the queue's jobs are Running (claimed, started or not)."""
+
     # Runs (fenced) ------------------------------------------------------------------------
     def start_runs(
         self, ids: Sequence[UUID], token: UUID, now: datetime
@@ -217,6 +224,13 @@ class Store(Protocol):
 
     def is_paused(self, queue: str) -> bool:
         """Whether the queue has a pause row."""
+
+    # Queue configurations -----------------------------------------------------------------
+    def get_queue_config(self, queue: str) -> QueueConfig | None:
+        """The queue's configuration row, or None (one read, no lock)."""
+
+    def set_queue_config(self, row: QueueConfig) -> None:
+        """Insert the row, or update the queue's row to it."""
 
     # Reaper runs --------------------------------------------------------------------------
     def insert_reaper_run(self, row: ReaperRun) -> None:

@@ -15,7 +15,7 @@ from django.db.models import F, Q
 
 from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
-from ..models import FailedAttempt, Job, JobDependency, QueuePause, ReaperRun
+from ..models import FailedAttempt, Job, JobDependency, QueueConfig, QueuePause, ReaperRun
 from ..sql import queries_for, statements
 from ..tags import JobTag, tag_rows
 from . import session
@@ -125,6 +125,19 @@ class SqlStore:
         with self.cursor() as cursor:
             cursor.execute(self.queries[name], values)
             return self.reader.read(cursor.description, cursor.fetchall())
+
+    def lock_queue_limit(self, queue: str) -> int | None:
+        return self._one("lock_queue_limit", queue)
+
+    def count_running(self, queue: str) -> int:
+        return int(self._one("count_running", queue) or 0)
+
+    def _one(self, name: str, queue: str):
+        """The first column of the first row of the query `name` (None: no row)."""
+        with self.cursor() as cursor:
+            cursor.execute(self.queries[name], {"queue": queue})
+            row = cursor.fetchone()
+        return None if row is None else row[0]
 
     def lock_expired_leases(self, now: datetime, queue: str | None, limit: int):
         with self.cursor() as cursor:
@@ -304,6 +317,17 @@ class SqlStore:
 
     def is_paused(self, queue: str) -> bool:
         return self._pauses().filter(queue_name=queue).exists()
+
+    # Queue configurations ---------------------------------------------------------------
+    def _configs(self):
+        return QueueConfig.objects.using(self.using)
+
+    def get_queue_config(self, queue: str) -> QueueConfig | None:
+        return self._configs().filter(queue_name=queue).first()
+
+    def set_queue_config(self, row: QueueConfig) -> None:
+        fields = {name: getattr(row, name) for name in ("max_running", "updated_at", "updated_by")}
+        self._configs().update_or_create(queue_name=row.queue_name, defaults=fields)
 
     def insert_reaper_run(self, row: ReaperRun) -> None:
         row.save(using=self.using)

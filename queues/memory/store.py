@@ -1,5 +1,5 @@
 """The memory store: the `Store` protocol in plain dicts (jobs, dependency edges, batches,
-workflows, pauses, reaper runs, the error history), under `TestQueue`.
+workflows, pauses, queue configurations, reaper runs, the error history), under `TestQueue`.
 
 It behaves as the database does: every operation holds the store's lock, so each is atomic;
 `atomic` holds it for a whole transaction and undoes the transaction's writes if it raises;
@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from ..engine.base import ClaimParams, Match, claim_key
 from ..enums import FAILURE_STATUSES, BatchStatus, DependencyStatus, JobStatus, PartialFailureMode
-from ..models import Batch, FailedAttempt, Job, QueuePause, ReaperRun, Workflow
+from ..models import Batch, FailedAttempt, Job, QueueConfig, QueuePause, ReaperRun, Workflow
 
 #: The JSON columns: stored as the database would store them (a JSON round trip).
 _JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on", "unique_scope", "tags", "meta")
@@ -102,6 +102,7 @@ class MemoryStore:
         self.batches: dict[UUID, Batch] = {}
         self.workflows: dict[UUID, Workflow] = {}
         self.pauses: dict[str, QueuePause] = {}
+        self.configs: dict[str, QueueConfig] = {}
         self.reaper_rows: dict[int, ReaperRun] = {}
         self.attempts: dict[UUID, list[FailedAttempt]] = {}  # a job -> its history rows
         self._attempt_ids = 0
@@ -198,6 +199,15 @@ class MemoryStore:
                 },
             )
         return copied(picked)
+
+    def lock_queue_limit(self, queue: str) -> int | None:
+        # The store's lock, held by `atomic` for the whole claim, is the row's lock.
+        row = self.configs.get(queue)
+        return None if row is None else row.max_running
+
+    def count_running(self, queue: str) -> int:
+        jobs = self.jobs.values()
+        return sum(1 for job in jobs if job.queue_name == queue and job.status == JobStatus.RUNNING)
 
     # Runs (fenced) ----------------------------------------------------------------------
     def _runs(self, ids, token) -> list[Job]:
@@ -392,7 +402,7 @@ class MemoryStore:
                 return job.id
         return None
 
-    # Pauses and reaper runs -------------------------------------------------------------
+    # Pauses, queue configurations and reaper runs ---------------------------------------
     def pause(self, row: QueuePause) -> None:
         self._put(self.pauses, row.queue_name, copied(row))
 
@@ -401,6 +411,13 @@ class MemoryStore:
 
     def is_paused(self, queue: str) -> bool:
         return queue in self.pauses
+
+    def get_queue_config(self, queue: str) -> QueueConfig | None:
+        row = self.configs.get(queue)
+        return None if row is None else copied(row)
+
+    def set_queue_config(self, row: QueueConfig) -> None:
+        self._put(self.configs, row.queue_name, copied(row))
 
     def insert_reaper_run(self, row: ReaperRun) -> None:
         row.id = len(self.reaper_rows) + 1

@@ -53,6 +53,18 @@ SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,
     run_token = %(token)s, claimed_by = %(claimed_by)s
 WHERE id IN %(ids)s
 
+-- name: lock_queue_limit
+-- A limited queue's claim begins here (queues/limits.py): the queue's config row, locked
+-- until the claim commits, so the limited claims of one queue take turns. Under READ
+-- COMMITTED the count that follows (its own statement) reads what the previous holder
+-- committed.
+SELECT max_running FROM queues_queueconfig WHERE queue_name = %(queue)s FOR UPDATE
+
+-- name: count_running
+-- The queue's Running jobs (claimed, started or not; a lease that expired counts until the
+-- reaper takes the job back): a range of the (queue_name, status, created_at) index.
+SELECT COUNT(*) FROM queues_job WHERE queue_name = %(queue)s AND status = 'Running'
+
 -- name: lock_expired_leases
 -- Running jobs whose lease expired, locked for the reaper; SKIP LOCKED lets reapers overlap.
 SELECT id, run_token FROM queues_job

@@ -61,6 +61,19 @@ RETURNING j.*
 -- name: mark_claimed
 -- Nothing: claim_batch marks the rows it locks in the same statement.
 
+-- name: lock_queue_limit
+-- A limited queue's claim begins here (queues/limits.py): the queue's config row, locked
+-- until the claim commits, so the limited claims of one queue take turns. The count of its
+-- Running jobs is the next statement, not a subquery of this one: under READ COMMITTED a
+-- statement's snapshot is taken when it starts, before this lock's wait, and would miss the
+-- claim that held the lock.
+SELECT max_running FROM queues_queueconfig WHERE queue_name = %(queue)s FOR UPDATE
+
+-- name: count_running
+-- The queue's Running jobs (claimed, started or not; a lease that expired counts until the
+-- reaper takes the job back): a range of the (queue_name, status, created_at) index.
+SELECT COUNT(*) FROM queues_job WHERE queue_name = %(queue)s AND status = 'Running'
+
 -- name: lock_expired_leases
 -- Running jobs whose lease expired, locked for the reaper. SKIP LOCKED lets several reapers
 -- run at once: a row a finishing worker or another reaper holds is left to them.

@@ -57,6 +57,16 @@ RETURNING *
 -- name: mark_claimed
 -- Nothing: claim_batch marks the rows it picks in the same statement.
 
+-- name: lock_queue_limit
+-- A limited queue's claim begins here (queues/limits.py): the queue's limit. The IMMEDIATE
+-- transaction of the claim is the lock (one writer at a time).
+SELECT max_running FROM queues_queueconfig WHERE queue_name = %(queue)s
+
+-- name: count_running
+-- The queue's Running jobs (claimed, started or not; a lease that expired counts until the
+-- reaper takes the job back): a range of the (queue_name, status, created_at) index.
+SELECT COUNT(*) FROM queues_job WHERE queue_name = %(queue)s AND status = 'Running'
+
 -- name: lock_expired_leases
 -- Running jobs whose lease expired (the IMMEDIATE transaction is the lock).
 SELECT id, run_token FROM queues_job

@@ -42,6 +42,25 @@ def resume(request, queue):
     return notice(request, f"Resumed {name}.")
 
 
+@action("queues.change_queueconfig")
+def limit(request, queue):
+    """Set (or, left blank, remove) the queue's limit of running jobs; the engine refuses a
+    bad value (InvalidQueueConfig, shown in place) and writes nothing."""
+    name, text = _queue_name(request), request.POST.get("max_running", "").strip()
+    value: object = None
+    if text:
+        try:
+            value = int(text)
+        except ValueError:
+            value = text  # not a number: the engine says why
+    config = queue.queue_config(name, max_running=value, updated_by=request.user.get_username())
+    if config.max_running is None:
+        return notice(request, f"{name} has no limit: workers claim as many jobs as they can.")
+    return notice(
+        request, f"{name}: at most {config.max_running} jobs run at once, across every worker."
+    )
+
+
 def _told(verb: str, request) -> dict:
     """What the engine is told besides the job: who cancelled it and why (the why is the
     answer to the button's prompt, or the form's `reason`)."""

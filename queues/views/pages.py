@@ -11,6 +11,7 @@ from ..enums import PRIORITY_CHOICES, JobStatus
 from ..exceptions import InvalidQueueName
 from ..listing import JobFilter, list_jobs
 from ..models import Job, JobDependency, QueuePause
+from ..queue import JobQueue
 from ..timeline import Timeline
 from ..validation import validate_queue_name
 from .access import page
@@ -31,7 +32,8 @@ def queue_detail(request, name: str):
         raise Http404("No such queue") from None  # no queue can have this name
     counts = stats.queue_counts(name)
     pause = QueuePause.objects.filter(queue_name=name).first()
-    if not any(counts.values()) and pause is None:
+    config = JobQueue().queue_config(name)
+    if not any(counts.values()) and pause is None and config.max_running is None:
         raise Http404("No such queue")
     flt = JobFilter.from_query(name, request.GET)
     present = {status for status, n in counts.items() if n}
@@ -40,6 +42,8 @@ def queue_detail(request, name: str):
         "name": name,
         "counts": list(counts.items()),
         "pause": pause,
+        "config": config,
+        "running": counts.get(JobStatus.RUNNING, 0),
         "filter": flt,
         "page": jobs,
         "statuses": JobStatus.values,

@@ -23,6 +23,8 @@ def test_benchqueue_reports_every_figure_against_the_raw_limit():
         "batch of 50",
         "batch of 100",
         "hammerweb, batch 100",
+        "hammerweb, batch 1, limited to 1",
+        "hammerweb, batch 100, limited to 100",
         "raw SQL limit, batch 100",
         "single-job worker",
         "batch worker (10, sequential)",

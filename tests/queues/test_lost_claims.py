@@ -162,7 +162,8 @@ def _cost(queue, name: str, **kwargs) -> tuple[list[str], int]:
 
 def test_a_first_claim_with_a_token_costs_what_a_claim_without_one_costs(queue):
     name = unique_queue("token_cost")
-    _enqueue(queue, name, 6)
+    _enqueue(queue, name, 9)
+    queue.dequeue(name, STRICT)  # a queue's first claim reads whether it has a limit
     plain = _cost(queue, name)
     with_token = _cost(queue, name, run_token=uuid.uuid4())
     assert with_token == plain

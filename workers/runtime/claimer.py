@@ -1,10 +1,13 @@
 """The claimer of a worker run: it claims a batch sized by the free capacity, within the
-throttle's permits and the rate limiters' tokens, and hands the jobs to the slots."""
+throttle's permits and the rate limiters' tokens, and hands the jobs to the slots. A queue
+with a limit (`queue_config(max_running=...)`) may leave it less than it asked for: it says
+so in the log when it starts waiting at the limit, and then at most once a minute."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 
 from queues.api import Job
@@ -14,6 +17,49 @@ from .allowance import Allowance
 from .state import RunState
 
 logger = logging.getLogger("workers")
+
+#: While a worker keeps waiting at its queue's limit, how often it says so (seconds).
+LIMIT_LOG_EVERY = 60.0
+
+
+class LimitLog:
+    """The log lines of a worker that waits at its queue's limit: the first wait, then one
+    line a minute with how often it waited meanwhile (never one a poll)."""
+
+    def __init__(self, queue_name: str) -> None:
+        self.queue_name = queue_name
+        self.logged_at: float | None = None  # monotonic; None: not waiting at the limit
+        self.waits = 0
+
+    def claimed(self, limit: int | None) -> None:
+        """After each claim: the limit it stopped at, or None."""
+        if limit is None:
+            if self.logged_at is not None:
+                logger.debug("queue %s is below its limit: claiming again", self.queue_name)
+            self.logged_at = None
+            return
+        now = time.monotonic()
+        if self.logged_at is None:
+            logger.info(
+                "queue %s is at its limit of %d running jobs (every worker's): waiting for one "
+                "to end",
+                self.queue_name,
+                limit,
+            )
+            self.logged_at, self.waits = now, 0
+        elif now - self.logged_at >= LIMIT_LOG_EVERY:
+            logger.info(
+                "queue %s: still at its limit of %d running jobs (%d waits since the last line)",
+                self.queue_name,
+                limit,
+                self.waits,
+            )
+            self.logged_at, self.waits = now, 0
+        self.waits += 1
+
+    @property
+    def waiting(self) -> bool:
+        return self.logged_at is not None
 
 
 class Claimer:
@@ -25,6 +71,7 @@ class Claimer:
         self.allowance = allowance
         self.options = options
         self.stop: threading.Event = stop  # the caller's stop: a claim gives up on it
+        self.limit_log = LimitLog(self.queue_name)
 
     def run(self) -> None:
         """Claim until stopping (or, in burst mode, until the queue is empty)."""
@@ -32,22 +79,38 @@ class Claimer:
         poll = self.worker.poll_interval.total_seconds()
         batch_size = self.worker.batch_size
         while True:
+            limited = self._limited()
             with state.lock:
-                while not state.stopping and state.capacity(batch_size) <= 0:
+                while not state.stopping and self._room(batch_size, limited) <= 0:
                     state.room.wait()
                 if state.stopping:
                     return
-                wanted = state.capacity(batch_size)
+                wanted = self._room(batch_size, limited)
             asked, got = self.claim(wanted)
             if got and got == asked:
                 continue  # maybe more where these came from
             with state.lock:
-                if self.worker.burst and asked and not got and not state.in_flight_count():
+                # At the limit the queue is not empty: other workers run its jobs.
+                empty = asked and not got and not self.limit_log.waiting
+                if self.worker.burst and empty and not state.in_flight_count():
                     logger.info("queue %s is empty", self.queue_name)
                     return
             # The queue had less than asked for: claim again after the poll interval (not
             # at each job's end, which would poll an empty queue once per job).
             state.stopped.wait(poll)
+
+    def _limited(self) -> bool:
+        is_limited = getattr(self.queue, "is_limited", None)  # a caller's queue may lack it
+        return bool(is_limited and is_limited(self.queue_name))
+
+    def _room(self, batch_size: int, limited: bool) -> int:
+        """How many jobs to claim now (lock held). On a limited queue no more than the free
+        slots: a claimed job waiting for a slot counts against every worker's limit."""
+        room = self.state.capacity(batch_size)
+        if limited:
+            state = self.state
+            room = min(room, state.concurrency - len(state.running) + state.finishing)
+        return room
 
     def claim(self, wanted: int) -> tuple[int, int]:
         """Claim up to `wanted` jobs within the free permits and tokens: (asked, got)."""
@@ -63,6 +126,8 @@ class Claimer:
                 )
             except GaveUp:
                 jobs = []
+            at_limit = getattr(self.queue, "at_limit", None)  # a caller's queue may lack it
+            self.limit_log.claimed(at_limit(self.queue_name) if at_limit else None)
         self.allowance.not_run(n - len(jobs))
         if jobs:
             logger.debug("claimed %d jobs from %s", len(jobs), self.queue_name)

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from django.db import connection, connections
 
-from queues.api import DequeueOptions, Job, JobOutcome, JobQueue
+from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, QueueConfig
 
 from .raw import RawLoop
 
@@ -89,17 +89,26 @@ def claim_rate(queue: JobQueue, count: int, size: int) -> Figure:
     return Figure("claim", label, claimed, seconds)
 
 
-def claim_complete_rate(queue: JobQueue, count: int, size: int) -> Figure:
-    """Hammerweb's claim-and-complete loop, the same loop the raw-SQL limit runs."""
+def claim_complete_rate(queue: JobQueue, count: int, size: int, limited: bool = False) -> Figure:
+    """Hammerweb's claim-and-complete loop, the same loop the raw-SQL limit runs; `limited`:
+    on a queue limited to `size` running jobs, so every claim also locks the queue's config
+    row and counts its Running jobs (and is never cut short: the loop completes its batch
+    before the next claim)."""
     with scratch_queue(queue, f"loop{size}", count) as name:
+        if limited:
+            queue.queue_config(name, max_running=size)
         options = DequeueOptions.batch(size)
         done = 0
-        began = time.perf_counter()
-        while batch := queue.dequeue(name, options):
-            queue.finish_job_runs([(job, JobOutcome.completed()) for job in batch])
-            done += len(batch)
-        seconds = time.perf_counter() - began
-    return Figure("claim+complete", f"hammerweb, batch {size}", done, seconds)
+        try:
+            began = time.perf_counter()
+            while batch := queue.dequeue(name, options):
+                queue.finish_job_runs([(job, JobOutcome.completed()) for job in batch])
+                done += len(batch)
+            seconds = time.perf_counter() - began
+        finally:
+            QueueConfig.objects.using(queue.using).filter(queue_name=name).delete()
+    label = f"hammerweb, batch {size}" + (f", limited to {size}" if limited else "")
+    return Figure("claim+complete", label, done, seconds)
 
 
 def raw_rate(count: int, size: int, queue: JobQueue) -> Figure:

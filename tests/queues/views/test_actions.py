@@ -26,6 +26,7 @@ def actions(engine, qname):
     return [
         (reverse("dashboard:pause"), {"queue": qname}),
         (reverse("dashboard:resume"), {"queue": qname}),
+        (reverse("dashboard:limit"), {"queue": qname, "max_running": "2"}),
         (reverse("dashboard:bulk"), {"action": "retry", "ids": [dead.id]}),
         (reverse("dashboard:bulk"), {"action": "delete", "ids": [gone.id]}),
         (reverse("dashboard:run-reaper"), {}),
@@ -47,6 +48,7 @@ def test_every_action_is_refused_with_403(who, actions, request, engine, qname):
         assert client.post(url, data, headers=HTMX).status_code == 403, url
     assert sorted(Job.objects.values_list("id", "status")) == before
     assert not engine.is_queue_paused(qname)
+    assert engine.queue_config(qname).max_running is None
 
 
 def test_every_action_is_post_only(actions, operator_client):

@@ -73,6 +73,10 @@ class Command(BaseCommand):
                 (f"loop {n}", lambda n=n: runs.claim_complete_rate(queue, jobs, n))
                 for n in (1, 100)
             ],
+            *[
+                (f"loop {n} limited", lambda n=n: runs.claim_complete_rate(queue, jobs, n, True))
+                for n in (1, 100)
+            ],
             *[(f"raw {n}", lambda n=n: runs.raw_rate(jobs, n, queue)) for n in (1, 100)],
             *[
                 (label, lambda a=(label, size, conc): runs.worker_rate(queue, jobs, *a))
