@@ -3,6 +3,7 @@ a `CommandError` that names it (never a traceback, and nothing changed)."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from datetime import timedelta
 from uuid import UUID
@@ -10,7 +11,7 @@ from uuid import UUID
 from django.core.management.base import CommandError
 
 from ..enums import TERMINAL_STATUSES, JobStatus
-from ..exceptions import InvalidJob
+from ..exceptions import InvalidJob, QueueError
 from ..tags import check_tag
 from ..validation import parse_job_id, validate_queue_name
 
@@ -59,6 +60,15 @@ def statuses(values: list[str] | None, *, finished_only: bool = False) -> list[s
             if status not in found:
                 found.append(status)
     return found
+
+
+def queue_name_argument(text: str) -> str:
+    """An argparse `type` for a queue name (runworker's, `hammerweb health --queue`): the
+    engine's refusal as argparse's usage error."""
+    try:
+        return validate_queue_name(text)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def queue_name(value: str | None, option: str = "--queue") -> str | None:

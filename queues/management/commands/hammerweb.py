@@ -14,9 +14,8 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 
-from queues.exceptions import QueueError
+from queues.cli.parsing import queue_name_argument
 from queues.health import Thresholds, database_problem, first_line, queue_problems
-from queues.validation import validate_queue_name
 
 UNHEALTHY, NO_DATABASE = 1, 3
 
@@ -41,13 +40,6 @@ def _seconds(text: str) -> timedelta:
     return timedelta(seconds=value)
 
 
-def _queue(text: str) -> str:
-    try:
-        return validate_queue_name(text)
-    except QueueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 class Command(BaseCommand):
     help = "Hammerweb's operations (health: check the queues for a probe or cron)."
     # A probe runs often and must answer about the database, not fail in a model check
@@ -60,7 +52,7 @@ class Command(BaseCommand):
             "health", help="exit 0 if healthy, 1 if a threshold is crossed, 3 if the "
             "database does not answer",
         )
-        health.add_argument("--queue", action="append", type=_queue, dest="queues",
+        health.add_argument("--queue", action="append", type=queue_name_argument, dest="queues",
                             metavar="QUEUE", help="check this queue (repeat; default: every "
                             "queue with jobs)")
         health.add_argument("--max-backlog", type=_count, metavar="N",

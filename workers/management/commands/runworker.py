@@ -20,8 +20,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from queues.api import JobQueue, QueueError
+from queues.cli.parsing import queue_name_argument
 from queues.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
-from queues.validation import validate_queue_name
 
 from ...faults import GaveUp, retrying
 from ...lifeline import ChildLifeline
@@ -77,18 +77,11 @@ def days(text: str) -> float:
     return value
 
 
-def queue_name(text: str) -> str:
-    try:
-        return validate_queue_name(text)
-    except QueueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 class Command(BaseCommand):
     help = "Run workers for the given queues (Hammerweb)."
 
     def add_arguments(self, parser):
-        parser.add_argument("queues", nargs="+", type=queue_name, metavar="QUEUE")
+        parser.add_argument("queues", nargs="+", type=queue_name_argument, metavar="QUEUE")
         parser.add_argument("--batch-size", type=positive_int, default=10,
                             help="jobs claimed at once per queue (default 10)")
         parser.add_argument("--concurrency", type=positive_int, default=1,
