@@ -3,6 +3,7 @@ urllib, the metrics parsed with prometheus_client's own parser."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 import urllib.error
@@ -56,3 +57,24 @@ def samples(text: str) -> dict[tuple, float]:
 
 def value(parsed: dict, name: str, **labels) -> float | None:
     return parsed.get((name, tuple(sorted(labels.items()))))
+
+
+def listener(port: int) -> int | None:
+    """The pid of the process listening on 127.0.0.1:`port` (Linux: the socket's inode in
+    /proc/net/tcp, then the process holding a descriptor on it)."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as table:
+        inodes = {
+            fields[9]
+            for fields in (line.split() for line in list(table)[1:])
+            if fields[1] == wanted and fields[3] == "0A"  # 0A: LISTEN
+        }
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:[") and target[8:-1] in inodes:
+                    return int(pid)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return None
