@@ -1,7 +1,8 @@
 """Maintenance services: the reaper takes back jobs whose lease expired, the lifeline the
 jobs of a worker process that died, the pruner deletes old finished jobs (in bounded
 batches, with their error history), old reaper runs and history rows, the rows of worker
-processes that stopped heartbeating and the completion counts of old minutes. `runworker`
+processes that stopped heartbeating and the completion counts of old minutes, after rolling
+the closed hours up into the history's hourly rows (`queues.rollup`). `runworker`
 runs the reaper and the pruner on their intervals; its supervisor runs the lifeline when a
 child ends."""
 
@@ -13,10 +14,10 @@ from uuid import UUID
 
 from django.db.models import Q
 
-from . import completions
+from . import completions, rollup
 from .engine.base import Match
 from .enums import AttemptEnd, JobStatus
-from .models import CompletionCount, FailedAttempt, Job, ReaperRun, WorkerProcess
+from .models import CompletionCount, FailedAttempt, HourlyCount, Job, ReaperRun, WorkerProcess
 from .outcomes import StaleJobRecovery, reaper_outcome
 from .stats import SPARK_MINUTES
 
@@ -65,9 +66,7 @@ class Lifeline:
         """The jobs claimed by `process_id` and still Running: Pending again at once (their
         attempt counted), or Dead when their attempts are used up; `error` says why."""
         recovery = StaleJobRecovery()
-        running = self.queue.store.find_jobs(
-            Match(status=JobStatus.RUNNING, claimed_by=process_id)
-        )
+        running = self.queue.store.find_jobs(Match(status=JobStatus.RUNNING, claimed_by=process_id))
         for job in sorted(running, key=lambda job: (job.lease_expires_at, str(job.id))):
             # Each job in its own transaction, fenced by the run read here: one the process
             # finished, or the reaper took, meanwhile is left as it is.
@@ -88,6 +87,9 @@ class PruneResult:
     reaper_runs: int = 0
     worker_processes: int = 0
     completion_counts: int = 0
+    #: Hourly history rows written by the roll-up, and deleted as old as the pruned jobs.
+    hours_rolled: int = 0
+    hourly_counts: int = 0
     #: History rows older than the cutoff whose job is kept (a recurring job's); the rows of
     #: the pruned jobs go with them.
     failed_attempts: int = 0
@@ -123,7 +125,10 @@ class Pruner:
     def run_once(self) -> PruneResult:
         now = self.queue.now()
         using = self.queue.using
+        # Before the minutes go: the hours they make up are rolled up first.
+        rolled = rollup.roll_up(now, using, self.completions_kept)
         result = PruneResult(
+            hours_rolled=rolled,
             worker_processes=WorkerProcess.objects.using(using)
             .filter(last_heartbeat_at__lt=now - self.dead_worker_after)
             .delete()[0],
@@ -142,6 +147,9 @@ class Pruner:
             result.jobs = self._delete(Job.objects.using(using).filter(finished))
             result.reaper_runs = self._delete(
                 ReaperRun.objects.using(using).filter(ran_at__lt=cutoff)
+            )
+            result.hourly_counts = self._delete(
+                HourlyCount.objects.using(using).filter(hour__lt=cutoff)
             )
             result.failed_attempts = self._delete(
                 FailedAttempt.objects.using(using).filter(failed_at__lt=cutoff)

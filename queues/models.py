@@ -402,6 +402,28 @@ class CompletionCount(models.Model):
         return f"{self.queue_name} {self.minute:%Y-%m-%d %H:%M}: {self.n}"
 
 
+class HourlyCount(models.Model):
+    """One queue's completions, failures and retries in one hour (UTC), summed from the
+    per-minute counts and the error history by `queues.rollup.roll_up`. Kept as long as the jobs are
+    (the pruner's `older_than`)."""
+
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
+    hour = models.DateTimeField()
+    completed = models.BigIntegerField(default=0)
+    failed = models.BigIntegerField(default=0)
+    retried = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["queue_name", "hour"], name="hourly_count_unique")
+        ]
+        # The history page reads a range of hours of every queue; the pruner deletes by hour.
+        indexes = [models.Index(fields=["hour"], name="hourly_count_hour")]
+
+    def __str__(self) -> str:
+        return f"{self.queue_name} {self.hour:%Y-%m-%d %H}h: {self.completed}/{self.failed}"
+
+
 class QueuePause(models.Model):
     queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, primary_key=True)
     paused_at = models.DateTimeField(default=timezone.now)

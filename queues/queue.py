@@ -33,6 +33,7 @@ from .limits import Limits
 from .models import Batch, FailedAttempt, Job, QueuePause
 from .options import DequeueOptions
 from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
+from .recurring import RecurringRuns
 from .runs import Runs
 from .schedule_sync import ScheduleSync
 from .schedules import Schedule, declared
@@ -46,7 +47,7 @@ REAPER_BATCH = 500
 UNSURE_CLAIMS = 64
 
 
-class JobQueue(Enqueues, Runs, Limits):
+class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
     def __init__(self, using: str = "default", clock=None, rng: random.Random | None = None):
         self.using = using
         self._setup(clock or SYSTEM_CLOCK, rng, store=None)

@@ -15,6 +15,7 @@ urlpatterns = [
     path("batches/<uuid:batch_id>/", groups.batch_detail, name="batch"),
     path("workflows/<uuid:workflow_id>/", groups.workflow_detail, name="workflow"),
     path("recurring/", operations.recurring, name="recurring"),
+    path("history/", operations.history, name="history"),
     path("workers/", operations.workers, name="workers"),
     # Actions (POST only).
     path("actions/pause/", actions.pause, name="pause"),
@@ -25,6 +26,7 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/retry/", actions.job_retry, name="job-retry"),
     path("jobs/<uuid:job_id>/cancel/", actions.job_cancel, name="job-cancel"),
     path("jobs/<uuid:job_id>/delete/", actions.job_delete, name="job-delete"),
+    path("recurring/<uuid:job_id>/run-now/", actions.run_now, name="recurring-run-now"),
     path(
         "recurring/<uuid:job_id>/enable/",
         actions.set_recurring,

@@ -60,9 +60,11 @@ PAGES = {
     "overview": Page(PARTIAL, AUDIENCE_PERMISSIONS, _overview),
     "workers": Page("hammerweb/workers.html#workers-live", (), _workers),
     "reaper": Page("hammerweb/reaper.html#reaper-live", (), _reaper),
-    # Enable/Disable buttons for those who may change jobs.
+    # Enable/Disable buttons for those who may change jobs, Run now for who may add one.
     "recurring": Page(
-        "hammerweb/recurring.html#recurring-live", ("queues.change_job",), _recurring
+        "hammerweb/recurring.html#recurring-live",
+        ("queues.add_job", "queues.change_job"),
+        _recurring,
     ),
 }
 

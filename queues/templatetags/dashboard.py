@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from .. import charts, recurring
 from ..routing import socket_url
 from ..text import clean
 
@@ -119,22 +121,25 @@ VISIBLE = "document.visibilityState === 'visible'"
 #: Set on <body> by static/hammerweb/live.js while the dashboard's WebSocket is open: the
 #: server then pushes the live regions and their polls stand down.
 PUSHED = "document.body.hasAttribute('data-ws-live')"
+#: Set on <body> by live.js while the operator has paused the live updates (kept per tab).
+PAUSED = "document.body.hasAttribute('data-live-paused')"
 
 
 @register.simple_tag(takes_context=True)
-def live(context, condition: str = ""):
-    """The attributes of a live region: re-fetched every 2 s while the tab is visible, no
-    WebSocket pushes it (and `condition` holds), and at once after an action (the `refresh`
-    event)."""
-    check = f"{VISIBLE} && !{PUSHED}"
+def live(context, condition: str = "", every: str = "2s"):
+    """The attributes of a live region: re-fetched `every` 2 s while the tab is visible, the
+    operator has not paused the live updates, no WebSocket pushes it (and `condition`
+    holds), and at once after an action (the `refresh` event)."""
+    check = f"{VISIBLE} && !{PUSHED} && !{PAUSED}"
     if condition:
         check = f"{check} && {condition}"
     # The region is its own target whatever encloses it (the bulk form targets #flash);
     # hx-disinherit: the buttons inside keep their own target and swap.
     return format_html(
-        'hx-get="{}" hx-trigger="every 2s [{}], refresh from:body" hx-target="this" '
+        'hx-get="{}" hx-trigger="every {} [{}], refresh from:body" hx-target="this" '
         'hx-swap="outerHTML" hx-disinherit="*"',
         context["request"].get_full_path(),
+        every,
         check,
     )
 
@@ -154,3 +159,23 @@ def preview(value, length: int = 100) -> str:
     """A one-line JSON preview, cut at `length` characters."""
     text = clean(json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str))
     return text if len(text) <= length else text[: length - 1] + "…"
+
+
+@register.simple_tag
+def history_chart(row, window):
+    """One queue's history as a server-drawn SVG bar chart (`queues.charts`)."""
+    return charts.history_chart(row.name, row.buckets, window.label)
+
+
+@register.filter
+def next_runs(job, now: datetime | None = None) -> list[tuple[datetime, str]]:
+    """The next 5 runs of a recurring job (`queues.recurring.next_runs`), each with its time
+    written in the schedule's own time zone ("2026-12-02 03:00 CET")."""
+    try:
+        zone = ZoneInfo(job.timezone or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = UTC
+    return [
+        (run, run.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z"))
+        for run in recurring.next_runs(job, now or timezone.now())
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from .. import stats
+from .. import stats, trends
 from .access import page
 
 
@@ -29,4 +29,23 @@ def workers(request):
         "workers": stats.workers(),
         "stale_after": stats.WORKER_STALE_AFTER,
         "now": timezone.now(),
+    }
+
+
+@page(live=("history-live",))
+def history(request):
+    """Completions, failures and retries per queue over a window, with percentiles; a
+    window or queue the page did not offer is the default window, or no such queue."""
+    window = trends.WINDOWS.get(
+        request.GET.get("window", ""), trends.WINDOWS[trends.DEFAULT_WINDOW]
+    )
+    only = request.GET.get("queue") or None
+    now = timezone.now()
+    return "hammerweb/history.html", {
+        "window": window,
+        "windows": trends.WINDOWS.values(),
+        "queues": trends.history(window, now, None if only is None else [only]),
+        "only": only,
+        "sample": trends.SAMPLE,
+        "now": now,
     }

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from .. import stats, transitions, unique
+from .. import recurring, stats, transitions, unique
 from ..enums import PRIORITY_CHOICES, JobStatus
 from ..exceptions import InvalidQueueName
 from ..listing import JobFilter, list_jobs
@@ -79,5 +81,16 @@ def job_detail(request, job_id):
         and job.lease_expires_at < timezone.now(),
         "actions": transitions.offered(job),
         "timeline": Timeline(job.id),
+        "run_now_of": _run_now_of(job),
         "now": now,
     }
+
+
+def _run_now_of(job) -> str | None:
+    """The recurring row a one-off run was enqueued for ("Run now"), if its meta names one
+    that is a job id (meta is the application's too: anything else is no link)."""
+    value = (job.meta or {}).get(recurring.RUN_NOW_OF) if isinstance(job.meta, dict) else None
+    try:
+        return str(UUID(value)) if isinstance(value, str) else None
+    except ValueError:
+        return None

@@ -1,0 +1,93 @@
+"""The history's bar chart, drawn as SVG by the server (no chart library, no script): one
+stacked bar a bucket (completed at the bottom, retried, then failed on top), each bar a
+group with a <title> that a pointer's hover (or a screen reader) tells: the bucket's time
+and its three exact numbers. The chart as a whole is an image whose label sums it up.
+Every text in it goes through format_html: queue names are user data."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+WIDTH, HEIGHT, TOP = 720, 140, 12
+KINDS = (("completed", 0), ("retried", 2), ("failed", 1))
+
+
+def _when(moment: datetime, hourly: bool) -> str:
+    local = timezone.localtime(moment)
+    return local.strftime("%a %d %b %H:00" if hourly else "%H:%M")
+
+
+def _bar(x: float, width: float, values: list[int], scale: float, title: str):
+    rects, y = [], HEIGHT
+    for kind, index in KINDS:
+        h = values[index] * scale
+        if h <= 0:
+            continue
+        y -= h
+        rects.append((kind, f"{x:.1f}", f"{y:.1f}", f"{width:.1f}", f"{h:.1f}"))
+    # A bar with nothing to show still gets its full height of hover area.
+    return format_html(
+        '<g class="bar"><title>{}</title><rect class="hover" x="{}" y="0" width="{}" '
+        'height="{}"/>{}</g>',
+        title,
+        f"{x:.1f}",
+        f"{width:.1f}",
+        HEIGHT,
+        format_html_join(
+            "",
+            '<rect class="{}" x="{}" y="{}" width="{}" height="{}"/>',
+            rects,
+        ),
+    )
+
+
+def history_chart(name: str, buckets: list[tuple[datetime, list[int]]], window_label: str):
+    """The SVG of one queue's buckets ((start, [completed, failed, retried]), oldest
+    first)."""
+    if not buckets:
+        return ""
+    hourly = len(buckets) > 1 and (buckets[1][0] - buckets[0][0]).total_seconds() >= 3600
+    top = max(max(v[0] + v[1] + v[2] for _, v in buckets), 1)
+    scale = (HEIGHT - TOP) / top
+    step = WIDTH / len(buckets)
+    width = max(step - (1 if step > 3 else 0), 0.5)
+    bars = format_html_join(
+        "",
+        "{}",
+        (
+            (
+                _bar(
+                    i * step,
+                    width,
+                    values,
+                    scale,
+                    f"{_when(start, hourly)}: {values[0]:,} completed, "
+                    f"{values[1]:,} failed, {values[2]:,} retried",
+                ),
+            )
+            for i, (start, values) in enumerate(buckets)
+        ),
+    )
+    done, failed, retried = (sum(v[i] for _, v in buckets) for i in range(3))
+    label = (
+        f"{name}, {window_label}: {done:,} completed, {failed:,} failed, {retried:,} retried; "
+        f"at most {top:,} in one {'hour' if hourly else 'minute'}"
+    )
+    return format_html(
+        '<svg class="chart" viewBox="0 0 {w} {h}" preserveAspectRatio="none" role="img" '
+        'aria-label="{label}"><line class="axis" x1="0" y1="{top}" x2="{w}" y2="{top}"/>'
+        '{bars}</svg><div class="chart-scale"><span>{first}</span>'
+        '<span title="{top_exact}">max {top_exact} / {unit}</span><span>{last}</span></div>',
+        w=WIDTH,
+        h=HEIGHT,
+        top=TOP,
+        label=label,
+        bars=bars,
+        first=_when(buckets[0][0], hourly),
+        last=_when(buckets[-1][0], hourly),
+        top_exact=f"{top:,}",
+        unit="hour" if hourly else "minute",
+    )
