@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.shortcuts import get_object_or_404
 
+from .. import graph
 from ..models import Batch, Job, Workflow
 from .access import page
 
@@ -28,8 +31,17 @@ def batch_detail(request, batch_id):
 @page(live=("group-live",))
 def workflow_detail(request, workflow_id):
     workflow = get_object_or_404(Workflow, id=workflow_id)
-    jobs = Job.objects.filter(workflow=workflow)
-    return "hammerweb/group.html", _group_context(workflow, "workflow", jobs)
+    context = _group_context(workflow, "workflow", Job.objects.filter(workflow=workflow))
+    context["graph"] = graph.workflow_svg(list(context["jobs"]), _job_id(request))
+    return "hammerweb/group.html", context
+
+
+def _job_id(request) -> UUID | None:
+    """The job the graph draws bold (`?job=`, from a job's page); anything else, none."""
+    try:
+        return UUID(request.GET.get("job", ""))
+    except ValueError:
+        return None
 
 
 def _group_context(group, kind: str, jobs) -> dict:

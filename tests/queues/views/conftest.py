@@ -10,7 +10,13 @@ from django.test import Client
 from queues.api import Job, JobQueue
 from tests.conftest import unique_queue
 
-OPERATOR_PERMISSIONS = ["change_job", "delete_job", "change_queuepause", "change_queueconfig"]
+OPERATOR_PERMISSIONS = [
+    "add_job",
+    "change_job",
+    "delete_job",
+    "change_queuepause",
+    "change_queueconfig",
+]
 
 
 def _user(username: str, staff: bool, permissions=()) -> User:

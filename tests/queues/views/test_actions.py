@@ -35,6 +35,7 @@ def actions(engine, qname):
         (reverse("dashboard:job-delete", args=[gone.id]), {}),
         (reverse("dashboard:recurring-disable", args=[cron.id]), {}),
         (reverse("dashboard:recurring-enable", args=[cron.id]), {}),
+        (reverse("dashboard:recurring-run-now", args=[cron.id]), {}),
     ]
 
 
