@@ -30,6 +30,14 @@ def test_measurepages_times_every_page():
     out = StringIO()
     call_command("measurepages", repeat=1, budget_ms=10_000, stdout=out)
     text = out.getvalue()
-    for label in ("overview", "page 2", "search payload text", "job", "reaper", "workers"):
+    for label in (
+        "overview",
+        "page 2",
+        "search payload text",
+        "job",
+        "reaper",
+        "workers",
+        "history 7d",
+    ):
         assert label in text
     assert "every page under" in text

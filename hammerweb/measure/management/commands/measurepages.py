@@ -122,6 +122,14 @@ def _tag_pages(biggest: str, queue: str, job) -> list:
     return pages
 
 
+def _history_pages(biggest: str) -> list:
+    """The history page of each window, of every queue and of one queue."""
+    url = reverse("dashboard:history")
+    pages = [(f"history {w}", f"{url}?window={w}", {}) for w in ("1h", "24h", "7d")]
+    one = urlencode({"window": "7d", "queue": biggest})
+    return [*pages, (f"history 7d, queue {biggest}", f"{url}?{one}", {})]
+
+
 def _pages():
     poll = {"HX-Request": "true"}
     biggest = (
@@ -150,6 +158,7 @@ def _pages():
         ("batches and workflows", reverse("dashboard:batches"), {}),
         ("recurring", reverse("dashboard:recurring"), {}),
         ("workers", reverse("dashboard:workers"), {}),
+        *_history_pages(biggest),
     ]
     # The second page of the queue: follow the first page's cursor.
     cursor = list_jobs(JobFilter(biggest)).next_cursor
