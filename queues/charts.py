@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
 
 WIDTH, HEIGHT, TOP = 720, 140, 12
 KINDS = (("completed", 0), ("retried", 2), ("failed", 1))
@@ -20,27 +21,22 @@ def _when(moment: datetime, hourly: bool) -> str:
     return local.strftime("%a %d %b %H:00" if hourly else "%H:%M")
 
 
-def _bar(x: float, width: float, values: list[int], scale: float, title: str):
+def _bar(x: float, width: float, values: list[int], scale: float, title: str) -> str:
+    """One bucket's group. Plain string formatting: it holds only numbers and the title,
+    which `history_chart` escapes (a week of six queues is a thousand bars)."""
     rects, y = [], HEIGHT
     for kind, index in KINDS:
         h = values[index] * scale
         if h <= 0:
             continue
         y -= h
-        rects.append((kind, f"{x:.1f}", f"{y:.1f}", f"{width:.1f}", f"{h:.1f}"))
+        rects.append(
+            f'<rect class="{kind}" x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{h:.1f}"/>'
+        )
     # A bar with nothing to show still gets its full height of hover area.
-    return format_html(
-        '<g class="bar"><title>{}</title><rect class="hover" x="{}" y="0" width="{}" '
-        'height="{}"/>{}</g>',
-        title,
-        f"{x:.1f}",
-        f"{width:.1f}",
-        HEIGHT,
-        format_html_join(
-            "",
-            '<rect class="{}" x="{}" y="{}" width="{}" height="{}"/>',
-            rects,
-        ),
+    return (
+        f'<g class="bar"><title>{escape(title)}</title><rect class="hover" x="{x:.1f}" y="0" '
+        f'width="{width:.1f}" height="{HEIGHT}"/>{"".join(rects)}</g>'
     )
 
 
@@ -54,22 +50,18 @@ def history_chart(name: str, buckets: list[tuple[datetime, list[int]]], window_l
     scale = (HEIGHT - TOP) / top
     step = WIDTH / len(buckets)
     width = max(step - (1 if step > 3 else 0), 0.5)
-    bars = format_html_join(
-        "",
-        "{}",
-        (
-            (
-                _bar(
-                    i * step,
-                    width,
-                    values,
-                    scale,
-                    f"{_when(start, hourly)}: {values[0]:,} completed, "
-                    f"{values[1]:,} failed, {values[2]:,} retried",
-                ),
+    bars = mark_safe(  # noqa: S308 - numbers, and titles escaped by _bar
+        "".join(
+            _bar(
+                i * step,
+                width,
+                values,
+                scale,
+                f"{_when(start, hourly)}: {values[0]:,} completed, "
+                f"{values[1]:,} failed, {values[2]:,} retried",
             )
             for i, (start, values) in enumerate(buckets)
-        ),
+        )
     )
     done, failed, retried = (sum(v[i] for _, v in buckets) for i in range(3))
     label = (
