@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Count, Sum
 from django.db.models.functions import Trunc
 
@@ -78,7 +78,7 @@ def roll_up(now: datetime, using: str = "default", kept: timedelta = completions
     (`kept`: the minutes' retention), from the newest rolled-up hour on (rolled again: it
     may have been rolled while a straggler of its last minute committed). Idempotent; two
     pruners at once write the same rows, and the one that loses the race leaves them to the
-    other. Returns the rows written."""
+    other. Returns the rows written (0 for the loser)."""
     last_closed = hour_of(now)  # exclusive end: the open hour is not rolled
     first = hour_of(now - kept) + HOUR  # its minutes are all kept
     newest = HourlyCount.objects.using(using).filter(hour__gte=first).order_by("-hour").first()
@@ -95,8 +95,10 @@ def roll_up(now: datetime, using: str = "default", kept: timedelta = completions
         with transaction.atomic(using=using):
             HourlyCount.objects.using(using).filter(hour__gte=start, hour__lt=last_closed).delete()
             HourlyCount.objects.using(using).bulk_create(rows)
-    except IntegrityError:
-        return 0  # another pruner wrote them
+    except (IntegrityError, OperationalError):
+        # Another pruner wrote them (its rows took the unique index first), or holds them
+        # (MariaDB's deadlock, SQLite's lock): its rows are the same, or the next run's are.
+        return 0
     return len(rows)
 
 

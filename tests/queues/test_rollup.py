@@ -125,3 +125,16 @@ def test_nearest_rank():
     assert trends.nearest_rank(values) == {p: timedelta(seconds=5) for p in (95, 99)} | {
         50: timedelta(seconds=3)
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pruners_rolling_up_at_once_leave_one_row_an_hour():
+    from .test_concurrency import in_threads
+
+    name, clock = unique_queue("roll_race"), MockClock(T0)
+    busy_hours(JobQueue(clock=clock), name)
+    clock.set(HOUR_21 + timedelta(hours=2))
+    for _ in range(3):
+        HourlyCount.objects.all().delete()
+        in_threads([lambda: rollup.roll_up(clock.now()) for _ in range(4)])
+        assert rows(name) == {HOUR_21: [3, 1, 2], HOUR_21 + rollup.HOUR: [1, 1, 1]}
