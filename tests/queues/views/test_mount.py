@@ -19,8 +19,7 @@ URLS = re.compile(r'\b(?:href|src|action|hx-get|hx-post|ws-connect)="([^"]*)"')
 
 def _outside(html: str) -> set[str]:
     return {
-        url
-        for url in URLS.findall(html)
+        url for url in URLS.findall(html)
         if url.startswith("/") and not url.startswith((MOUNT, "/static/", "/admin/"))
     }
 
@@ -28,15 +27,8 @@ def _outside(html: str) -> set[str]:
 def test_every_page_stays_under_the_mount(operator_client, engine, qname):
     job = make_dead(engine, qname)
     enqueue(engine, qname)
-    paths = [
-        "",
-        f"queues/{qname}/",
-        f"jobs/{job.id}/",
-        "reaper/",
-        "batches/",
-        "recurring/",
-        "workers/",
-    ]
+    paths = ["", f"queues/{qname}/", f"jobs/{job.id}/", "reaper/", "batches/", "recurring/",
+             "workers/"]
     for path in paths:
         response = operator_client.get(MOUNT + path)
         assert response.status_code == 200, path
@@ -52,9 +44,8 @@ def test_every_page_stays_under_the_mount(operator_client, engine, qname):
 
 def test_an_action_under_the_mount(operator_client, engine, qname):
     enqueue(engine, qname)
-    response = operator_client.post(
-        f"{MOUNT}actions/pause/", {"queue": qname}, headers={"HX-Request": "true"}
-    )
+    response = operator_client.post(f"{MOUNT}actions/pause/", {"queue": qname},
+                                    headers={"HX-Request": "true"})
     assert response.status_code == 200
     assert engine.is_queue_paused(qname)
 

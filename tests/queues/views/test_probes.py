@@ -76,9 +76,8 @@ def test_a_scrape_reads_the_counts_and_the_oldest_due_job(viewer_client):
     # and one not due for an hour.
     for priority, due in ((JobPriority.LOW, -90), (JobPriority.CRITICAL, -30), (None, 3600)):
         extra = {"priority": priority} if priority is not None else {}
-        queue.enqueue(
-            Job(queue_name=name, payload={}, **extra, scheduled_at=now + timedelta(seconds=due))
-        )
+        queue.enqueue(Job(queue_name=name, payload={}, **extra,
+                          scheduled_at=now + timedelta(seconds=due)))
     parsed = samples(scrape(viewer_client).content.decode())
     assert value(parsed, "hammerweb_jobs", queue=name, status="Pending") == 3
     assert value(parsed, "hammerweb_jobs", queue=name, status="Completed") == 0
@@ -89,7 +88,8 @@ def test_oldest_due_passes_over_jobs_not_due_and_jobs_waiting_on_others():
     name, now = unique_queue("due"), timezone.now()
     queue = JobQueue()
     queue.enqueue(Job(queue_name=name, payload={}, scheduled_at=now + timedelta(minutes=5)))
-    waiting = queue.enqueue(Job(queue_name=name, payload={}, scheduled_at=now - timedelta(hours=2)))
+    waiting = queue.enqueue(Job(queue_name=name, payload={},
+                                scheduled_at=now - timedelta(hours=2)))
     Job.objects.filter(id=waiting).update(dependency_status=DependencyStatus.WAITING)
     first = queue.enqueue(Job(queue_name=name, payload={}, scheduled_at=now - timedelta(hours=1)))
     queue.enqueue(Job(queue_name=name, payload={}, scheduled_at=now - timedelta(minutes=1)))
