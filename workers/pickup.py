@@ -188,8 +188,8 @@ class Pickup:
                 return reason
             if self.event.wait(remaining if check is None else min(remaining, check)):
                 return STOP if self.state.stopping else (self.reason or NOTIFY)
-            if check is None or not self._changed(version):
-                continue
+            if check is None or time.monotonic() >= deadline or not self._changed(version):
+                continue  # (at the deadline, its reason stands)
             version = self._data_version()
             due = self._due_in()
             if due is not None and due <= 0:
