@@ -101,6 +101,9 @@ def _setup_django() -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hammerweb.settings")
+    # The driver awaits the producer's calls on its one thread, which does nothing else
+    # meanwhile: the ORM's sync calls are safe there (a view would call them the same way).
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     import django
 
     django.setup()
