@@ -3,18 +3,9 @@
 
 from django.db import migrations
 
+from queues.sql import reinstall_operations
 
-def install(apps, schema_editor):
-    from queues.sql import run
-
-    run(schema_editor.connection, "drop_pickup_notify")
-    run(schema_editor.connection, "install_pickup_notify")
-
-
-def drop(apps, schema_editor):
-    from queues.sql import run
-
-    run(schema_editor.connection, "drop_pickup_notify")
+install, drop = reinstall_operations("pickup_notify")
 
 
 class Migration(migrations.Migration):
