@@ -48,7 +48,7 @@ HAMMERWEB = "hammerweb"
 PEERS: dict[str, Peer] = {
     HAMMERWEB: Peer(
         name=HAMMERWEB,
-        version="this checkout",
+        version="checkout",  # the code of this working tree
         requirements=(),
         stores_results="yes: the job's result column, in the outcome's batched write",
         project=True,
