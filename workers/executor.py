@@ -214,20 +214,15 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
         return Execution(JobOutcome.timed_out(f"Job timed out after {seconds:g}s"), exc.thread)
     except DatabaseLost as exc:
         error = describe(exc.__cause__)
-        logger.warning(
-            "job %s on %s: the database went away under it: %s", job.id, job.queue_name, error
-        )
+        logger.warning("job %s on %s: the database went away under it: %s", job.id,
+                       job.queue_name, error)
         return Execution(Interrupted(error))
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit from a handler fails its job, not the worker
-        logger.info(
-            "job %s on %s failed: %r",
-            job.id,
-            job.queue_name,
-            exc,
-            extra={"job_id": str(job.id), "queue": job.queue_name, "attempt": job.attempts},
-        )
+        logger.info("job %s on %s failed: %r", job.id, job.queue_name, exc,
+                    extra={"job_id": str(job.id), "queue": job.queue_name,
+                           "attempt": job.attempts})
         return Execution(failure(exc))
     return Execution(JobOutcome.completed(value))
 

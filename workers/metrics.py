@@ -22,7 +22,9 @@ from queues.api import JobStatus
 #: Seconds, from a millisecond's job to an hour's.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
-COMPLETED = Counter("hammerweb_worker_jobs_completed", "Runs completed by this process", ["queue"])
+COMPLETED = Counter(
+    "hammerweb_worker_jobs_completed", "Runs completed by this process", ["queue"]
+)
 FAILED = Counter(
     "hammerweb_worker_jobs_failed",
     "Runs that failed with no retry left, by the status they left (Failed, Dead, TimedOut)",
@@ -92,8 +94,7 @@ class RuntimeCollector:
 
     def collect(self):
         held = GaugeMetricFamily(
-            "hammerweb_worker_jobs_held",
-            "Jobs claimed by this process, not started",
+            "hammerweb_worker_jobs_held", "Jobs claimed by this process, not started",
             labels=["queue"],
         )
         running = GaugeMetricFamily(

@@ -41,8 +41,6 @@ def assigned_process_id() -> uuid.UUID:
     """In a child: the id its supervisor gave it; otherwise a new one."""
     given = os.environ.get(PROCESS_ID_ENV)
     return uuid.UUID(given) if given else uuid.uuid4()
-
-
 #: The file descriptor a child writes to once it has started.
 STARTED_FD_ENV = "HAMMERWEB_STARTED_FD"
 #: How many of a child's last stderr lines are kept for the error of a child that cannot start.
@@ -163,13 +161,11 @@ class Supervisor:
     def _spawn(self, index: int) -> ChildProcess:
         self.process_ids[index] = process_id = uuid.uuid4()
         read_fd, write_fd = os.pipe()
-        env = child_environment(
-            {
-                SUPERVISOR_ENV: str(os.getpid()),
-                PROCESS_ID_ENV: str(process_id),
-                STARTED_FD_ENV: str(write_fd),
-            }
-        )
+        env = child_environment({
+            SUPERVISOR_ENV: str(os.getpid()),
+            PROCESS_ID_ENV: str(process_id),
+            STARTED_FD_ENV: str(write_fd),
+        })
         try:
             # A process group of its own: a Ctrl-C in the terminal reaches the supervisor
             # only, which passes it on once (a second one would force the child).
@@ -222,9 +218,8 @@ class Supervisor:
                     failures += code != 0
                     children[index] = None
                     continue
-                logger.warning(
-                    "worker process %d (pid %d) exited with %s; restarting", index, child.pid, code
-                )
+                logger.warning("worker process %d (pid %d) exited with %s; restarting",
+                               index, child.pid, code)
                 wait = started[index] + RESTART_DELAY - time.monotonic()
                 if wait > 0 and stop.wait(wait):
                     children[index] = None

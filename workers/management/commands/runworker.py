@@ -82,103 +82,46 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("queues", nargs="+", type=queue_name_argument, metavar="QUEUE")
-        parser.add_argument(
-            "--batch-size",
-            type=positive_int,
-            default=10,
-            help="jobs claimed at once per queue (default 10)",
-        )
-        parser.add_argument(
-            "--concurrency",
-            type=positive_int,
-            default=1,
-            help="jobs run at once per queue (default 1)",
-        )
-        parser.add_argument(
-            "--lease",
-            type=seconds,
-            default=timedelta(minutes=5),
-            help="lease of each claimed job, in seconds (default 300)",
-        )
-        parser.add_argument(
-            "--poll-interval",
-            type=seconds,
-            default=timedelta(seconds=1),
-            help="seconds between polls of an empty queue (default 1)",
-        )
-        parser.add_argument(
-            "--grace-period",
-            type=seconds_or_zero,
-            default=timedelta(seconds=30),
-            help="seconds running jobs get to finish on stop (default 30)",
-        )
-        parser.add_argument(
-            "--processes",
-            type=positive_int,
-            default=1,
-            help="worker processes (default 1: this one); above 1, "
-            "supervised child processes, restarted when they die",
-        )
-        parser.add_argument(
-            "--burst",
-            action="store_true",
-            help="exit (0) once the queues have nothing left to claim",
-        )
-        parser.add_argument(
-            "--reaper-interval",
-            type=seconds_or_zero,
-            default=timedelta(seconds=60),
-            help="seconds between reaper passes (default 60; 0: no reaper)",
-        )
-        parser.add_argument(
-            "--prune-after",
-            type=days,
-            default=7.0,
-            metavar="DAYS",
-            help="delete finished jobs and reaper runs older than this "
-            "many days (default 7; 0: never)",
-        )
-        parser.add_argument(
-            "--include",
-            action="append",
-            default=[],
-            metavar="MODULE",
-            help="import this module too (for its handlers or tasks)",
-        )
+        parser.add_argument("--batch-size", type=positive_int, default=10,
+                            help="jobs claimed at once per queue (default 10)")
+        parser.add_argument("--concurrency", type=positive_int, default=1,
+                            help="jobs run at once per queue (default 1)")
+        parser.add_argument("--lease", type=seconds, default=timedelta(minutes=5),
+                            help="lease of each claimed job, in seconds (default 300)")
+        parser.add_argument("--poll-interval", type=seconds, default=timedelta(seconds=1),
+                            help="seconds between polls of an empty queue (default 1)")
+        parser.add_argument("--grace-period", type=seconds_or_zero,
+                            default=timedelta(seconds=30),
+                            help="seconds running jobs get to finish on stop (default 30)")
+        parser.add_argument("--processes", type=positive_int, default=1,
+                            help="worker processes (default 1: this one); above 1, "
+                                 "supervised child processes, restarted when they die")
+        parser.add_argument("--burst", action="store_true",
+                            help="exit (0) once the queues have nothing left to claim")
+        parser.add_argument("--reaper-interval", type=seconds_or_zero,
+                            default=timedelta(seconds=60),
+                            help="seconds between reaper passes (default 60; 0: no reaper)")
+        parser.add_argument("--prune-after", type=days, default=7.0, metavar="DAYS",
+                            help="delete finished jobs and reaper runs older than this "
+                                 "many days (default 7; 0: never)")
+        parser.add_argument("--include", action="append", default=[], metavar="MODULE",
+                            help="import this module too (for its handlers or tasks)")
         parser.add_argument("--database", default="default", help="database alias")
-        parser.add_argument(
-            "--metrics-port",
-            type=address,
-            metavar="[HOST:]PORT",
-            help="serve this process's Prometheus metrics on PORT (with "
-            "--processes N: child i on PORT+i)",
-        )
-        parser.add_argument(
-            "--health-port",
-            type=address,
-            metavar="[HOST:]PORT",
-            help="answer 200 on PORT while the workers' threads are alive "
-            "and the database answers, else 503 (with --processes N: "
-            "child i on PORT+i)",
-        )
-        parser.add_argument(
-            "--no-schedules",
-            action="store_true",
-            help="do not synchronise HAMMERWEB['SCHEDULES'] at start "
-            "(manage.py syncschedules does it)",
-        )
-        parser.add_argument(
-            "--log-format",
-            choices=FORMATS,
-            default="text",
-            help="text (default) or json: one JSON object per line on stderr",
-        )
-        parser.add_argument(
-            "--log-jobs",
-            action="store_true",
-            help="log a line per job event (started, succeeded, failed, "
-            "retried, dead, reaped, cancelled) on the logger workers.jobs",
-        )
+        parser.add_argument("--metrics-port", type=address, metavar="[HOST:]PORT",
+                            help="serve this process's Prometheus metrics on PORT (with "
+                                 "--processes N: child i on PORT+i)")
+        parser.add_argument("--health-port", type=address, metavar="[HOST:]PORT",
+                            help="answer 200 on PORT while the workers' threads are alive "
+                                 "and the database answers, else 503 (with --processes N: "
+                                 "child i on PORT+i)")
+        parser.add_argument("--no-schedules", action="store_true",
+                            help="do not synchronise HAMMERWEB['SCHEDULES'] at start "
+                                 "(manage.py syncschedules does it)")
+        parser.add_argument("--log-format", choices=FORMATS, default="text",
+                            help="text (default) or json: one JSON object per line on stderr")
+        parser.add_argument("--log-jobs", action="store_true",
+                            help="log a line per job event (started, succeeded, failed, "
+                                 "retried, dead, reaped, cancelled) on the logger workers.jobs")
 
     def handle(self, *args, **options):
         self._configure_logging(options["verbosity"], options["log_format"])
@@ -221,11 +164,8 @@ class Command(BaseCommand):
         watch_supervisor(stop)
         for name in options["queues"]:
             if handler_for(name) is None:
-                logger.warning(
-                    "no handler is registered for queue %s: only django.tasks "
-                    "tasks will succeed there",
-                    name,
-                )
+                logger.warning("no handler is registered for queue %s: only django.tasks "
+                               "tasks will succeed there", name)
         runtime = WorkerProcessRuntime(self._settings(options))
         with serving_probes(options, runtime):
             report_started()
@@ -243,12 +183,8 @@ class Command(BaseCommand):
         using = options["database"]
         queue = JobQueue(using=using)
         try:
-            report = retrying(
-                queue.sync_schedules,
-                what="synchronising the declared schedules",
-                using=using,
-                give_up=stop,
-            )
+            report = retrying(queue.sync_schedules, what="synchronising the declared "
+                              "schedules", using=using, give_up=stop)
         except GaveUp:
             return
         except QueueError as exc:  # a bad HAMMERWEB["SCHEDULES"], with the checks skipped
@@ -264,11 +200,8 @@ class Command(BaseCommand):
         # Always a pruner: with --prune-after 0 it keeps finished jobs but still deletes
         # the bookkeeping rows (old completion counts, dead worker processes).
         prune_after = options["prune_after"]
-        pruner = Pruner(
-            queue,
-            timedelta(days=prune_after) if prune_after > 0 else None,
-            interval=DEFAULT_PRUNE_INTERVAL,
-        )
+        pruner = Pruner(queue, timedelta(days=prune_after) if prune_after > 0 else None,
+                        interval=DEFAULT_PRUNE_INTERVAL)
         return ProcessSettings(
             queues=options["queues"],
             batch_size=options["batch_size"],
@@ -320,7 +253,6 @@ class Command(BaseCommand):
 
     def _install_signals(self, stop: threading.Event, force: threading.Event) -> dict:
         """First signal: drain; second: force. Returns the handlers it replaced."""
-
         def on_signal(signum, frame):
             if stop.is_set():
                 logger.warning("second %s: forcing exit", signal.Signals(signum).name)
