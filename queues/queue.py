@@ -168,6 +168,20 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
         signals.started(store, type(self), claimed, claimed_by)
         return claimed
 
+    def next_due(self, queue_name: str) -> datetime | None:
+        """When `queue_name` next has a claimable job by time alone: the earliest
+        `scheduled_at` of its Pending jobs without unfinished dependencies (in the past if
+        one is claimable now); None if it has none or is paused. An idle worker sleeps until
+        then (or its poll interval). Reads only, one index probe per priority level."""
+        validate_queue_name(queue_name)
+        return self.store.next_due(queue_name)
+
+    def data_version(self) -> int | None:
+        """A number that changes when another connection commits to the database (SQLite's
+        `PRAGMA data_version`, read on this thread's connection); None where the database
+        has no such cheap counter."""
+        return self.store.data_version()
+
     def dequeue_one(self, queue_name: str, options: DequeueOptions | None = None) -> Job | None:
         options = (options or DequeueOptions()).with_batch_size(1)
         jobs = self.dequeue(queue_name, options)

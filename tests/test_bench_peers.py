@@ -163,3 +163,35 @@ def test_verify_accepts_exactly_once_and_reports_anything_else():
         shape = "sql" if len(rows) == 2 else "noop"
         with pytest.raises(driver.BenchFailure, match="exactly once"):
             driver.verify(FakeConnection(*rows), Module, 5, shape)
+
+
+def test_each_peer_is_given_as_a_ratio_to_hammerweb_of_the_same_run():
+    def run(peer, shape, figure):
+        key = report.key_figure(shape)
+        return {"peer": peer, "version": "1", "shape": shape, "settings": {},
+                "figures": {key: figure, "jobs_per_second": figure}}
+
+    results = report.medians([
+        run("hammerweb", "noop", 3000.0), run("pgqueuer", "noop", 1500.0),
+        run("hammerweb", "pickup", 2.0), run("pgqueuer", "pickup", 4.0),
+        run("chancy", "dict", 100.0),  # no Hammerweb figure for this shape: no ratio
+        {"peer": "chancy", "version": "1", "shape": "noop", "settings": {}, "error": "boom"},
+    ])
+    ratios = {(r["peer"], r["shape"]): r.get("hammerweb_ratio") for r in results}
+    assert ratios == {("hammerweb", "noop"): None, ("pgqueuer", "noop"): 2.0,
+                      ("hammerweb", "pickup"): None, ("pgqueuer", "pickup"): 0.5,
+                      ("chancy", "dict"): None, ("chancy", "noop"): None}
+    meta = {"repeat": 1, "jobs": 10, "samples": 5, "load_before": [1.0], "load_after": [1.0]}
+    table = report.as_table(meta, results)
+    assert "2.00x" in table and "0.50x" in table
+
+
+def test_hammerweb_runs_from_the_project_venv_with_its_own_cli():
+    hammerweb = registry.PEERS["hammerweb"]
+    assert hammerweb.project and not hammerweb.requirements
+    assert venvs.ensure(hammerweb, print) == venvs.ROOT / ".venv" / "bin" / "python"
+    from peers import hammerweb_app
+
+    command = hammerweb_app.worker_command("/venv/bin", hammerweb.defaults())
+    assert command[2:4] == ["runworker", hammerweb_app.QUEUE]
+    assert command[4:6] == ["--batch-size", "50"] and "peers.hammerweb_app" in command

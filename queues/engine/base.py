@@ -123,6 +123,14 @@ class Store(Protocol):
     def claimable_levels(self, queue: str, now: datetime) -> list[int]:
         """The priority levels of `queue` with a claimable job at `now` (pause not asked)."""
 
+    def next_due(self, queue: str) -> datetime | None:
+        """The earliest `scheduled_at` of a job of `queue` that is claimable or will be by
+        time alone; None if it has none or is paused. Reads only."""
+
+    def data_version(self) -> int | None:
+        """A number that changes when another connection commits (None: the store cannot
+        tell cheaply); read on this thread's connection."""
+
     def claim(self, params: ClaimParams) -> list[Job]:
         """Claim the first claimable jobs (claim order) for `params`; in any order."""
 

@@ -109,6 +109,28 @@ class SqlStore:
             cursor.execute(self.queries["claimable_levels"], {"queue": queue, "now": self.dt(now)})
             return [int(row[0]) for row in cursor.fetchall()]
 
+    def next_due(self, queue: str) -> datetime | None:
+        with self.cursor() as cursor:
+            cursor.execute(self.queries["next_due"], {"queue": queue})
+            row = cursor.fetchone()
+        value = row[0] if row else None
+        if value is None:
+            return None
+        # The ORM's conversions of the column (SQLite returns text, MySQL naive datetimes).
+        field = Job._meta.get_field("scheduled_at")
+        expression = field.get_col(Job._meta.db_table)
+        for convert in self.connection.ops.get_db_converters(expression):
+            value = convert(value, expression, self.connection)
+        return value
+
+    def data_version(self) -> int | None:
+        sql = self.queries["data_version"]
+        if not sql:
+            return None
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql)
+            return int(cursor.fetchone()[0])
+
     def claim(self, params: ClaimParams) -> list[Job]:
         values = {
             "queue": params.queue,

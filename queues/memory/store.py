@@ -176,6 +176,16 @@ class MemoryStore:
     def claimable_levels(self, queue: str, now: datetime) -> list[int]:
         return sorted({int(job.priority) for job in self._claimable(queue, now)})
 
+    def next_due(self, queue: str) -> datetime | None:
+        if queue in self.pauses:
+            return None
+        future = datetime.max.replace(tzinfo=UTC)
+        due = min((job.scheduled_at for job in self._claimable(queue, future)), default=None)
+        return due
+
+    def data_version(self) -> int | None:
+        return None  # one process: nothing commits behind the worker's back
+
     def claim(self, params: ClaimParams) -> list[Job]:
         if params.queue in self.pauses:
             return []

@@ -53,3 +53,17 @@ def run(connection, name: str, params: dict | None = None) -> None:
     with connection.cursor() as cursor:
         for sql in statements(queries_for(connection.vendor)[name]):
             cursor.execute(sql, params)
+
+
+def reinstall_operations(block: str):
+    """`(install, drop)` for a migration's RunPython: the blocks `drop_<block>` then
+    `install_<block>` of the migrating connection's vendor, and `drop_<block>` to reverse."""
+
+    def install(apps, schema_editor) -> None:
+        run(schema_editor.connection, f"drop_{block}")
+        run(schema_editor.connection, f"install_{block}")
+
+    def drop(apps, schema_editor) -> None:
+        run(schema_editor.connection, f"drop_{block}")
+
+    return install, drop

@@ -207,3 +207,34 @@ GROUP BY 1, 2
 
 -- name: drop_job_notify
 -- Nothing installed (see install_job_notify).
+
+-- name: next_due
+-- When the worker of an idle queue should look again (workers/pickup): the earliest
+-- scheduled_at of a job that is claimable or will be by time alone (Pending, no unfinished
+-- dependency, not a disabled recurring job); no row's value when the queue is paused. One
+-- index probe per priority level (the claim index orders each level by scheduled_at), never
+-- a scan of the queue's future jobs. Reads only: no lock, no write.
+SELECT MIN(d.due) FROM (
+    SELECT (
+        SELECT j.scheduled_at FROM queues_job j
+        WHERE j.queue_name = %(queue)s AND j.status = 'Pending' AND j.priority = lv.level
+          AND j.dependency_status IN ('none', 'satisfied')
+          AND (j.cron_schedule IS NULL OR j.recurring)
+        ORDER BY j.scheduled_at LIMIT 1
+    ) AS due
+    FROM (
+    SELECT 0 AS level UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+) AS lv
+) AS d
+WHERE NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
+
+-- name: data_version
+-- Nothing to read: this database has no cheap per-connection change counter (see
+-- sqlite.sql); an idle worker asks next_due itself (MariaDB) or is woken by NOTIFY.
+
+-- name: install_pickup_notify
+-- Nothing to install: no LISTEN/NOTIFY here; idle workers watch data_version / next_due
+-- (workers/pickup.py).
+
+-- name: drop_pickup_notify
+-- Nothing installed (see install_pickup_notify).

@@ -264,3 +264,86 @@ DROP TRIGGER IF EXISTS queues_job_notify ON queues_job
 DROP TRIGGER IF EXISTS queues_queuepause_notify ON queues_queuepause
 -- statement
 DROP FUNCTION IF EXISTS queues_notify_jobs()
+
+-- name: next_due
+-- When the worker of an idle queue should look again (workers/pickup): the earliest
+-- scheduled_at of a job that is claimable or will be by time alone (Pending, no unfinished
+-- dependency, not a disabled recurring job); no row's value when the queue is paused. One
+-- index probe per priority level (the claim index orders each level by scheduled_at), never
+-- a scan of the queue's future jobs. Reads only: no lock, no write.
+SELECT MIN(d.due) FROM (
+    SELECT (
+        SELECT j.scheduled_at FROM queues_job j
+        WHERE j.queue_name = %(queue)s AND j.status = 'Pending' AND j.priority = lv.level
+          AND j.dependency_status IN ('none', 'satisfied')
+          AND (j.cron_schedule IS NULL OR j.recurring)
+        ORDER BY j.scheduled_at LIMIT 1
+    ) AS due
+    FROM (VALUES (0), (1), (2), (3), (4)) AS lv(level)
+) AS d
+WHERE NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
+
+-- name: data_version
+-- Nothing to read: this database has no cheap per-connection change counter (see
+-- sqlite.sql); an idle worker asks next_due itself (MariaDB) or is woken by NOTIFY.
+
+-- name: install_pickup_notify
+-- Wakes idle workers (workers/pickup) when a job may have become claimable in a queue: a
+-- NOTIFY on channel hammerweb_pickup whose payload is the queue's name, sent at COMMIT (a
+-- rolled-back enqueue wakes nobody; inside a caller's transaction, at its commit). Inserts:
+-- one statement trigger reads the inserted rows once (a bulk enqueue calls pg_notify once per
+-- queue, not per row). Updates: a row trigger whose WHEN is checked without calling the
+-- function, so heartbeats, starts and completions cost nothing; it fires when a row becomes
+-- Pending (retry, release, requeue by the reaper, cancel undone) or a Pending row's
+-- dependency, schedule or recurrence changes (a released dependent, a job moved to now). A
+-- resumed queue (its pause row deleted) wakes its workers too. PostgreSQL folds identical
+-- notifications of one transaction into one.
+CREATE OR REPLACE FUNCTION queues_pickup_notify_inserted() RETURNS trigger LANGUAGE plpgsql
+AS $body$
+BEGIN
+    PERFORM pg_notify('hammerweb_pickup', q.queue_name)
+    FROM (SELECT DISTINCT queue_name FROM pickup_new_rows WHERE status = 'Pending') AS q;
+    RETURN NULL;
+END
+$body$
+-- statement
+CREATE OR REPLACE FUNCTION queues_pickup_notify_row() RETURNS trigger LANGUAGE plpgsql
+AS $body$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM pg_notify('hammerweb_pickup', OLD.queue_name);
+    ELSE
+        PERFORM pg_notify('hammerweb_pickup', NEW.queue_name);
+    END IF;
+    RETURN NULL;
+END
+$body$
+-- statement
+CREATE TRIGGER queues_job_pickup_insert
+AFTER INSERT ON queues_job REFERENCING NEW TABLE AS pickup_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION queues_pickup_notify_inserted()
+-- statement
+CREATE TRIGGER queues_job_pickup_update
+AFTER UPDATE ON queues_job FOR EACH ROW
+WHEN (NEW.status = 'Pending' AND (
+    OLD.status <> 'Pending'
+    OR OLD.dependency_status IS DISTINCT FROM NEW.dependency_status
+    OR OLD.scheduled_at IS DISTINCT FROM NEW.scheduled_at
+    OR OLD.recurring IS DISTINCT FROM NEW.recurring
+    OR OLD.queue_name IS DISTINCT FROM NEW.queue_name
+))
+EXECUTE FUNCTION queues_pickup_notify_row()
+-- statement
+CREATE TRIGGER queues_queuepause_pickup
+AFTER DELETE ON queues_queuepause FOR EACH ROW EXECUTE FUNCTION queues_pickup_notify_row()
+
+-- name: drop_pickup_notify
+DROP TRIGGER IF EXISTS queues_job_pickup_insert ON queues_job
+-- statement
+DROP TRIGGER IF EXISTS queues_job_pickup_update ON queues_job
+-- statement
+DROP TRIGGER IF EXISTS queues_queuepause_pickup ON queues_queuepause
+-- statement
+DROP FUNCTION IF EXISTS queues_pickup_notify_inserted()
+-- statement
+DROP FUNCTION IF EXISTS queues_pickup_notify_row()

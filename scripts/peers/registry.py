@@ -35,12 +35,29 @@ class Peer:
     # Where a handler's return value goes: the table says so beside the "dict" shape.
     stores_results: str
     settings: dict[str, Setting] = field(default_factory=dict)
+    # Hammerweb itself: it runs from the project's venv (`make venv`), not a scratch one.
+    project: bool = False
 
     def defaults(self) -> dict[str, object]:
         return {key: setting.default for key, setting in self.settings.items()}
 
 
+#: The contender the peers are compared with (report.py gives each peer's ratio to it).
+HAMMERWEB = "hammerweb"
+
 PEERS: dict[str, Peer] = {
+    HAMMERWEB: Peer(
+        name=HAMMERWEB,
+        version="checkout",  # the code of this working tree
+        requirements=(),
+        stores_results="yes: the job's result column, in the outcome's batched write",
+        project=True,
+        settings={
+            "batch_size": Setting(50, "runworker --batch-size: issue #11's figures are at 50"),
+            "concurrency": Setting(10, "runworker --concurrency: issue #11's figures are at 10"),
+            "processes": Setting(1, "runworker --processes (issue #11 also measures 2)"),
+        },
+    ),
     "pgqueuer": Peer(
         name="pgqueuer",
         version="1.6.0",

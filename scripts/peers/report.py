@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from .registry import PEERS, SHAPE_LABELS
+from .registry import HAMMERWEB, PEERS, SHAPE_LABELS
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -45,7 +45,23 @@ def medians(runs: list[dict]) -> list[dict]:
         if shape == "dict":
             result["results_stored"] = PEERS[peer].stores_results
         results.append(result)
+    add_ratios(results)
     return results
+
+
+def add_ratios(results: list[dict]) -> None:
+    """Each peer's `hammerweb_ratio`, to Hammerweb's result of the same shape in the same run:
+    Hammerweb's jobs/s over the peer's (2.0: Hammerweb does twice the peer's throughput), or
+    for the pickup Hammerweb's p50 over the peer's (0.5: Hammerweb picks a job up in half the
+    peer's time). None where either side has no figure."""
+    ours = {r["shape"]: r["figures"] for r in results if r["peer"] == HAMMERWEB}
+    for result in results:
+        if result["peer"] == HAMMERWEB or result["shape"] not in ours:
+            continue
+        key = key_figure(result["shape"])
+        mine, theirs = ours[result["shape"]], result["figures"]
+        ok = mine and theirs and theirs.get(key)
+        result["hammerweb_ratio"] = round(mine[key] / theirs[key], 2) if ok else None
 
 
 def as_json(meta: dict, results: list[dict]) -> str:
@@ -64,7 +80,8 @@ def as_table(meta: dict, results: list[dict]) -> str:
         f"{meta.get('planner_stats', 'backlog')}; load average "
         f"{meta['load_before'][0]:.2f} before, {meta['load_after'][0]:.2f} after",
         "",
-        f"{'peer':<22}{'shape':<34}{'jobs/s':>9}{'from start':>12}{'p50 ms':>9}{'p99 ms':>9}",
+        f"{'peer':<22}{'shape':<34}{'jobs/s':>9}{'from start':>12}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'hammerweb/peer':>16}",
     ]
     for result in results:
         name = f"{result['peer']} {result['version']}"
@@ -80,11 +97,20 @@ def as_table(meta: dict, results: list[dict]) -> str:
             ]
         errors = result["errors"]
         failed = f"  FAILED {len(errors)}x: {errors[0]}" if errors else ""
+        ratio = result.get("hammerweb_ratio")
+        ratio = "" if ratio is None else f"{ratio:.2f}x"
         lines.append(
-            f"{name:<22}{result['label']:<34}{row[0]:>9}{row[1]:>12}{row[2]:>9}{row[3]:>9}{failed}"
+            f"{name:<22}{result['label']:<34}{row[0]:>9}{row[1]:>12}{row[2]:>9}{row[3]:>9}"
+            f"{ratio:>16}{failed}"
         )
-    lines += ["", "jobs/s: first job enqueued to last job finished; from start: worker start to "
-              "last job finished; p50/p99: enqueue call to handler start, idle worker."]
+    lines += [
+        "",
+        "jobs/s: first job enqueued to last job finished; from start: worker start to "
+        "last job finished; p50/p99: enqueue call to handler start, idle worker; "
+        "hammerweb/peer: Hammerweb's jobs/s over the peer's (above 1: Hammerweb is "
+        "faster), or Hammerweb's pickup p50 over the peer's (below 1: Hammerweb is "
+        "sooner), same shape, same run.",
+    ]
     stores = {r["peer"]: r["results_stored"] for r in results if "results_stored" in r}
     for peer, text in stores.items():
         lines.append(f"results of the dict handler, {peer}: {text}")

@@ -45,7 +45,13 @@ def find_python() -> str:
 
 
 def ensure(peer: Peer, log) -> Path:
-    """The peer's venv, built if missing or stale; its pip freeze kept beside it."""
+    """The peer's venv, built if missing or stale; its pip freeze kept beside it. Hammerweb
+    runs from the project's own venv, which `make venv` builds."""
+    if peer.project:
+        python = ROOT / ".venv" / "bin" / "python"
+        if not python.exists():
+            raise FileNotFoundError(f"{python}: run `make venv` first")
+        return python
     where = venv_dir(peer)
     stamp = where / ".installed"
     if stamp.exists() and stamp.read_text() == fingerprint(peer):
@@ -73,6 +79,8 @@ def ensure(peer: Peer, log) -> Path:
 def packages(peer: Peer) -> dict[str, str]:
     """name -> version from the venv's freeze, for the report."""
     frozen = venv_dir(peer) / "freeze.txt"
+    if peer.project:
+        return {}  # pinned in pyproject.toml
     if not frozen.exists():
         return {}
     found = {}

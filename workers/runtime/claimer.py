@@ -13,6 +13,7 @@ import uuid
 from queues.api import Job
 
 from ..faults import GaveUp, retrying
+from ..pickup import Pickup
 from .allowance import Allowance
 from .state import RunState
 
@@ -75,8 +76,13 @@ class Claimer:
 
     def run(self) -> None:
         """Claim until stopping (or, in burst mode, until the queue is empty)."""
-        state = self.state
         poll = self.worker.poll_interval.total_seconds()
+        pickup = Pickup(self.queue, self.queue_name, self.state, poll, self.worker.burst)
+        with pickup:
+            self._run(pickup)
+
+    def _run(self, pickup: Pickup) -> None:
+        state = self.state
         batch_size = self.worker.batch_size
         while True:
             limited = self._limited()
@@ -86,7 +92,9 @@ class Claimer:
                 if state.stopping:
                     return
                 wanted = self._room(batch_size, limited)
+            pickup.arm()
             asked, got = self.claim(wanted)
+            pickup.claimed(got)
             if got and got == asked:
                 continue  # maybe more where these came from
             with state.lock:
@@ -95,9 +103,9 @@ class Claimer:
                 if self.worker.burst and empty and not state.in_flight_count():
                     logger.info("queue %s is empty", self.queue_name)
                     return
-            # The queue had less than asked for: claim again after the poll interval (not
-            # at each job's end, which would poll an empty queue once per job).
-            state.stopped.wait(poll)
+            # The queue had less than asked for: claim again when new work may be there
+            # (pickup.py), not at each job's end, which would poll an empty queue per job.
+            pickup.sleep()
 
     def _limited(self) -> bool:
         is_limited = getattr(self.queue, "is_limited", None)  # a caller's queue may lack it

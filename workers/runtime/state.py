@@ -74,6 +74,7 @@ class RunState:
         self.outbox: list[Request] = []
         self.stopping = False
         self.stopped = threading.Event()  # set with `stopping`, for waits without the lock
+        self.wake = threading.Event()  # ends the claimer's sleep: set on stop and by pickup
         self.finished = threading.Event()  # the run is over: the writer and heartbeat end
         self.run_time: float | None = None  # moving average of the handlers' run times
         self.given_back: dict = {}  # how often each job's run was given back (lock held)
@@ -82,6 +83,7 @@ class RunState:
         with self.lock:
             self.stopping = True
             self.stopped.set()
+            self.wake.set()
             for condition in (self.work, self.room, self.requests):
                 condition.notify_all()
 

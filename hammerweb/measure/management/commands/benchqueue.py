@@ -10,7 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from hammerweb.measure.benchmark import runs
+from hammerweb.measure.benchmark import pickup, runs
+from hammerweb.measure.benchmark.pickup import report_pickup
 from queues import signals
 from queues.api import JobQueue
 
@@ -41,6 +42,17 @@ class Command(BaseCommand):
             "sending them costs",
         )
         parser.add_argument(
+            "--pickup",
+            type=int,
+            default=0,
+            metavar="N",
+            help="also measure idle pickup latency over N jobs: a runworker child with default "
+            "options, jobs enqueued one at a time from this process (0: not measured)",
+        )
+        parser.add_argument(
+            "--pickup-only", action="store_true", help="measure only the pickup latency"
+        )
+        parser.add_argument(
             "--repeat",
             type=positive,
             default=1,
@@ -53,8 +65,14 @@ class Command(BaseCommand):
         if options.get("receiver"):
             for signal in signals.ALL:
                 signal.connect(_heard, dispatch_uid="benchqueue")
+        pickup_jobs = options.get("pickup") or 0
+        if pickup_jobs < 0 or (options.get("pickup_only") and not pickup_jobs):
+            raise CommandError("--pickup must be at least 1 with --pickup-only (0: not measured)")
         try:
-            self._measure(jobs, json, repeat)
+            if not options.get("pickup_only"):
+                self._measure(jobs, json, repeat)
+            if pickup_jobs:
+                report_pickup(self, pickup.measure(pickup_jobs), json)
         finally:
             for signal in signals.ALL:
                 signal.disconnect(dispatch_uid="benchqueue")

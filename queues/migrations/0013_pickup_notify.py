@@ -1,0 +1,17 @@
+# The NOTIFY triggers that wake idle workers when a job may have become claimable
+# (PostgreSQL only; the other vendors' blocks are empty: their workers watch instead).
+
+from django.db import migrations
+
+from queues.sql import reinstall_operations
+
+install, drop = reinstall_operations("pickup_notify")
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("queues", "0012_queue_config"),
+    ]
+
+    operations = [migrations.RunPython(install, drop)]
