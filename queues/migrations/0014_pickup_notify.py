@@ -11,7 +11,7 @@ install, drop = reinstall_operations("pickup_notify")
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("queues", "0012_queue_config"),
+        ("queues", "0013_history_hourly_counts"),
     ]
 
     operations = [migrations.RunPython(install, drop)]
