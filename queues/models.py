@@ -422,6 +422,13 @@ class QueueConfig(models.Model):
 
     queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, primary_key=True)
     max_running = models.PositiveIntegerField(null=True, blank=True)
+    #: The rate: at most `rate_limit` jobs claimed in each window of `rate_period` seconds
+    #: (both None: no rate). The bucket of the current window is `rate_tokens`, the claims
+    #: it has left, refilled at `rate_refilled_at` (the window's start); see queues.limits.
+    rate_limit = models.PositiveIntegerField(null=True, blank=True)
+    rate_period = models.FloatField(null=True, blank=True)
+    rate_tokens = models.PositiveIntegerField(default=0)
+    rate_refilled_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.CharField(max_length=255, null=True, blank=True)
 
@@ -431,12 +438,26 @@ class QueueConfig(models.Model):
             models.CheckConstraint(
                 condition=Q(max_running__isnull=True) | Q(max_running__gte=1),
                 name="queueconfig_max_running_positive",
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(rate_limit__isnull=True, rate_period__isnull=True)
+                | Q(rate_limit__gte=1, rate_period__gt=0),
+                name="queueconfig_rate_whole",
+            ),
         ]
 
     def __str__(self) -> str:
-        limit = "no limit" if self.max_running is None else f"at most {self.max_running} running"
-        return f"{self.queue_name} ({limit})"
+        parts = [] if self.max_running is None else [f"at most {self.max_running} running"]
+        if self.rate is not None:
+            parts.append(f"{self.rate_limit} per {self.rate_period:g} s")
+        return f"{self.queue_name} ({', '.join(parts) or 'no limit'})"
+
+    @property
+    def rate(self) -> tuple[int, float] | None:
+        """(jobs, per seconds), or None."""
+        if self.rate_limit is None or self.rate_period is None:
+            return None
+        return (self.rate_limit, self.rate_period)
 
 
 class ReaperRun(models.Model):
