@@ -18,12 +18,14 @@ from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
 from .counts import counts_by_queue
+from .enums import JobPriority
 from .exceptions import InvalidJob
 from .tag_plans import has_tag, status_is_rarer
 from .tags import check_tag
 
-#: The admin's parameter of the status filter (Django's for a field's choices).
-STATUS_VAR = "status__exact"
+#: The admin's parameters of the status and priority filters (Django's for choices).
+STATUS_VAR, PRIORITY_VAR = "status__exact", "priority__exact"
+PRIORITIES = {str(int(p)) for p in JobPriority}
 
 #: The most rows the job changelist counts for its pages (it shows "1000+" past that: 20 pages).
 COUNT_CAP = 1_000
@@ -103,6 +105,10 @@ class TagFilter(admin.SimpleListFilter):
             request.hammerweb_tag_order = ("-created_at", "-id")
             return queryset.filter(has_tag(tag))
         rows = {"tag_rows__tag": tag}
+        priority = request.GET.get(PRIORITY_VAR, "")
+        if priority in PRIORITIES:
+            # The tag row's copy as well: the (queue_name, tag, priority, ...) index.
+            rows["tag_rows__priority"] = int(priority)
         if queue:
             # The queue again, on the tags' side (one filter: one join), so that the
             # (queue_name, tag, created_at) index can serve a page of one queue.

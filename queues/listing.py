@@ -174,7 +174,7 @@ def _tagged(flt: JobFilter, cursor: str, size: int) -> JobPage:
     if flt.status:
         rows = rows.filter(job__status=flt.status)
     if flt.priority is not None:
-        rows = rows.filter(job__priority=flt.priority)
+        rows = rows.filter(priority=flt.priority)  # the tag row's copy, in its index
     after = decode_cursor(cursor) if cursor else None
     if after:
         rows = _older_than(rows, after, "job_id")

@@ -226,6 +226,9 @@ class Job(models.Model):
             # Counts per queue and status, listings, pruning of finished jobs.
             models.Index(fields=["queue_name", "status", "created_at"], name="job_queue_status"),
             models.Index(fields=["status", "completed_at"], name="job_status_completed"),
+            # The admin's job list, newest first (its default order, with Django's -pk): a
+            # page of it without a filter sorted all the jobs (3.1 s on a million).
+            models.Index(fields=["created_at", "id"], name="job_created"),
             PortableIndex(
                 fields=["recurring", "next_run_at"],
                 condition=Q(cron_schedule__isnull=False),

@@ -92,8 +92,8 @@ def _update(queue, row: Job, schedule: Schedule, now: datetime, report: Schedule
         if row.status == JobStatus.PENDING:
             fields["scheduled_at"] = next_run
     queue.store.update_jobs(Match(ids=[row.id]), fields)
-    if {"tags", "queue_name"} & fields.keys():
-        # The tag rows copy the job's queue: both are rewritten with the row's.
+    if {"tags", "queue_name", "priority"} & fields.keys():
+        # The tag rows copy the job's queue and priority: rewritten with the row's.
         for name, value in fields.items():
             setattr(row, name, value)
         queue.store.replace_tags(row)

@@ -122,3 +122,13 @@ def test_bad_tags_or_meta_are_an_error_that_names_the_entry(tags, meta, message)
         parse("nightly-report", entry("q", **fields))
     assert str(caught.value).startswith("HAMMERWEB['SCHEDULES']['nightly-report']: ")
     assert isinstance(caught.value, InvalidJob)
+
+
+def test_a_changed_priority_is_copied_to_the_tag_rows(clocked):
+    name = unique_queue("sched_tags_priority")
+    clocked.sync_schedules([parse(name, entry(name, tags=["x"]))])
+    clocked.sync_schedules([parse(name, entry(name, tags=["x"], priority="critical"))])
+    row = row_of(clocked, name)
+    assert row.priority == 4
+    if on_database(clocked):
+        assert list(JobTag.objects.filter(job_id=row.id).values_list("priority", flat=True)) == [4]

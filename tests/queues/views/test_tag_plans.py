@@ -12,7 +12,7 @@ from django.urls import reverse
 from queues import admin_tags, listing, tag_plans
 from queues.api import JobPriority, JobStatus
 from queues.listing import JobFilter, list_jobs
-from queues.models import Job
+from queues.models import Job, JobTag
 from queues.tag_plans import status_is_rarer
 
 pytestmark = pytest.mark.django_db
@@ -97,3 +97,22 @@ def test_the_admin_lists_the_same_jobs_either_way(engine, qname, superuser_clien
         assert response.status_code == 200
         assert [j.id for j in response.context["cl"].result_list] == dead
         assert response.context["cl"].result_count == 4
+
+
+def test_a_tag_rows_priority_is_its_jobs_and_the_admin_filters_on_it(
+    engine, qname, superuser_client
+):
+    _, dead_high = _fill(engine, qname)
+    rows = JobTag.objects.filter(queue_name=qname).values_list("job__priority", "priority")
+    assert all(job == row for job, row in rows)
+    url = reverse("admin:queues_job_changelist")
+    with CaptureQueriesContext(connection) as seen:
+        response = superuser_client.get(
+            url, {"tag": "eu", "queue_name": qname, "priority__exact": "3"}
+        )
+    assert len(response.context["cl"].result_list) == 2
+    q = connection.ops.quote_name
+    on_tag_rows = f"{q('queues_jobtag')}.{q('priority')} = 3"
+    assert any(on_tag_rows in query["sql"] for query in seen.captured_queries)
+    junk = superuser_client.get(url, {"tag": "eu", "queue_name": qname, "priority__exact": "x"})
+    assert junk.status_code in (200, 302)
