@@ -76,7 +76,6 @@ def test_four_runworkers_start_at_most_the_rate_per_window(runworker, limited_ru
     for counted in (handlers, engine):
         assert max(counted.values()) <= RATE, sorted(counted.items())
         assert len(counted) >= JOBS // RATE, sorted(counted.items())
-    assert len({r.pid for r in recorded}) > 1, "the processes shared the work"
     assert sum(run.text().count(AT_RATE) for run in runs) >= 1
     assert not WorkerProcess.objects.exists()
 
