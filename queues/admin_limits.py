@@ -12,15 +12,20 @@ from .exceptions import InvalidQueueConfig
 from .limits import check_max_running
 from .models import QueueConfig
 from .queue import JobQueue
+from .rates import check_rate
 
 
 class QueueConfigForm(QueueNameForm):
     class Meta:
         model = QueueConfig
-        fields = ["queue_name", "max_running"]
+        fields = ["queue_name", "max_running", "rate_limit", "rate_period"]
+        labels = {"rate_limit": "Rate: jobs", "rate_period": "Rate: per seconds"}
         help_texts = {
             "max_running": "The most jobs of this queue running at once, across every worker "
             "process and host. Blank: no limit.",
+            "rate_limit": "The most jobs of this queue started in each window (below), across "
+            "every worker process and host. Blank (both): no rate.",
+            "rate_period": "The window's length in seconds; windows are aligned to the clock.",
         }
 
     def clean_max_running(self):
@@ -29,16 +34,37 @@ class QueueConfigForm(QueueNameForm):
         except InvalidQueueConfig as exc:
             raise ValidationError(str(exc)) from exc
 
+    def clean(self):
+        cleaned = super().clean()
+        jobs, seconds = cleaned.get("rate_limit"), cleaned.get("rate_period")
+        if "rate_limit" in cleaned and "rate_period" in cleaned:
+            try:
+                check_rate(None if jobs is None and seconds is None else (jobs, seconds))
+            except InvalidQueueConfig as exc:
+                raise ValidationError(str(exc)) from exc
+        return cleaned
+
 
 @admin.register(QueueConfig)
 class QueueConfigAdmin(GuardedAdmin):
-    list_display = ["queue_name", "max_running", "updated_by", "updated_at"]
+    list_display = [
+        "queue_name",
+        "max_running",
+        "rate_limit",
+        "rate_period",
+        "updated_by",
+        "updated_at",
+    ]
     search_fields = ["queue_name", "updated_by"]
     form = QueueConfigForm
 
     def save_model(self, request, obj, form, change) -> None:
+        rate = None if obj.rate_limit is None else (obj.rate_limit, obj.rate_period)
         JobQueue().queue_config(
-            obj.queue_name, max_running=obj.max_running, updated_by=request.user.get_username()
+            obj.queue_name,
+            max_running=obj.max_running,
+            rate=rate,
+            updated_by=request.user.get_username(),
         )
 
     def get_readonly_fields(self, request, obj=None):

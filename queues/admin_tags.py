@@ -6,7 +6,8 @@ scan of the tags' index. Filtered by a tag, the changelist is ordered by the `Jo
 copy of the creation time (the admin's default order, newest first), which their (tag,
 created_at, job) index gives in order: a page reads 50 index entries and 50 jobs by primary
 key, however many jobs carry the tag. Its count stops at COUNT_CAP (a count of every tagged
-job would read them all).
+job would read them all). With a status rarer than the tag, it reads along the status
+instead (`queues.tag_plans`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,14 @@ from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
 from .counts import counts_by_queue
+from .enums import JobPriority
 from .exceptions import InvalidJob
+from .tag_plans import has_tag, status_is_rarer
 from .tags import check_tag
+
+#: The admin's parameters of the status and priority filters (Django's for choices).
+STATUS_VAR, PRIORITY_VAR = "status__exact", "priority__exact"
+PRIORITIES = {str(int(p)) for p in JobPriority}
 
 #: The most rows the job changelist counts for its pages (it shows "1000+" past that: 20 pages).
 COUNT_CAP = 1_000
@@ -91,8 +98,17 @@ class TagFilter(admin.SimpleListFilter):
             check_tag(tag)
         except InvalidJob:
             return queryset.none()
+        queue = request.GET.get(QueueFilter.parameter_name) or None
+        status = request.GET.get(STATUS_VAR)
+        if status and status_is_rarer(tag, status, queue):
+            # Along the status (queues.tag_plans), newest first by the jobs' own column.
+            request.hammerweb_tag_order = ("-created_at", "-id")
+            return queryset.filter(has_tag(tag))
         rows = {"tag_rows__tag": tag}
-        queue = request.GET.get(QueueFilter.parameter_name)
+        priority = request.GET.get(PRIORITY_VAR, "")
+        if priority in PRIORITIES:
+            # The tag row's copy as well: the (queue_name, tag, priority, ...) index.
+            rows["tag_rows__priority"] = int(priority)
         if queue:
             # The queue again, on the tags' side (one filter: one join), so that the
             # (queue_name, tag, created_at) index can serve a page of one queue.
@@ -108,5 +124,6 @@ class TaggedChangeList(ChangeList):
         tag = self.params.get(TagFilter.parameter_name)
         if tag and ORDER_VAR not in self.params:
             # The same join as the filter's (an order_by reuses it): one row per job.
-            rows = rows.order_by("-tag_rows__created_at", "-tag_rows__job_id")
+            order = ("-tag_rows__created_at", "-tag_rows__job_id")
+            rows = rows.order_by(*getattr(request, "hammerweb_tag_order", order))
         return rows

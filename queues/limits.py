@@ -1,11 +1,13 @@
 """Per-queue limits: `max_running`, the most jobs of a queue Running at once across every
-worker process and host, kept in the queue's `QueueConfig` row and enforced in the claim.
+worker process and host, and `rate`, the most jobs claimed per window (queues.rates), both
+kept in the queue's `QueueConfig` row and enforced in the claim.
 
 A claim of a limited queue is one transaction: it locks the queue's config row (SELECT ...
 FOR UPDATE; on SQLite the claim's IMMEDIATE transaction is the lock), counts the queue's
 Running jobs (claimed, started or not) and claims at most `max_running` less that count.
 The limited claims of a queue so take turns on its row, and each counts, in a statement of
-its own after the lock is held, what the claims before it committed. Jobs leave Running
+its own after the lock is held, what the claims before it committed. A queue with a rate
+refills and spends the row's bucket in the same transaction. Jobs leave Running
 (completion, release, the reaper) without the lock: that can only make a count too high for
 a moment, never too low. Jobs Running with an expired lease (their worker died) count until
 the reaper takes them back.
@@ -22,9 +24,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 from .exceptions import InvalidQueueConfig
 from .models import Job, QueueConfig
+from .rates import check_rate, next_window, tokens_at
 from .text import storable_label
 from .validation import validate_queue_name
 
@@ -58,13 +62,17 @@ class LimitCache:
         seen = self._seen.get(queue)
         now = time.monotonic()
         if seen is None or now - seen[1] >= REFRESH:
-            row = store.get_queue_config(queue)
-            seen = (row is not None and row.max_running is not None, now)
+            seen = (limits_claims(store.get_queue_config(queue)), now)
             self._seen[queue] = seen
         return seen[0]
 
     def note(self, queue: str, limited: bool) -> None:
         self._seen[queue] = (limited, time.monotonic())
+
+
+def limits_claims(row: QueueConfig | None) -> bool:
+    """Whether a config row limits the claims of its queue (a limit or a rate)."""
+    return row is not None and (row.max_running is not None or row.rate is not None)
 
 
 _SHARED: dict[str, LimitCache] = {}
@@ -84,29 +92,46 @@ class Limits:
     _limit_cache: LimitCache
     #: The limit each queue's last claim stopped at (by this queue object), if it did.
     _stopped_at: dict[str, int]
+    #: When the next window of each queue's rate opens, if its last claim ran out of tokens.
+    _rate_until: dict[str, object]
 
     def queue_config(
-        self, queue_name: str, *, max_running=UNCHANGED, updated_by: str | None = None
+        self,
+        queue_name: str,
+        *,
+        max_running=UNCHANGED,
+        rate=UNCHANGED,
+        updated_by: str | None = None,
     ) -> QueueConfig:
-        """The queue's configuration; with `max_running` (None: no limit), set it first."""
+        """The queue's configuration; with `max_running` (None: no limit) or `rate` (jobs,
+        per seconds; None: no rate), set them first. What is not named stays as it was; a
+        rate set anew starts with a full bucket. A bad value writes nothing."""
         validate_queue_name(queue_name)
-        if max_running is UNCHANGED:
-            found = self.store.get_queue_config(queue_name)
+        fields: dict[str, object] = {}
+        if max_running is not UNCHANGED:
+            fields["max_running"] = check_max_running(max_running)
+        if rate is not UNCHANGED:
+            jobs, period = check_rate(rate) or (None, None)
+            fields.update(rate_limit=jobs, rate_period=period, rate_tokens=jobs or 0)
+            fields["rate_refilled_at"] = None  # refilled by the next claim
+        store = self.store
+        if not fields:
+            found = store.get_queue_config(queue_name)
             return found if found is not None else QueueConfig(queue_name=queue_name)
-        row = QueueConfig(
-            queue_name=queue_name,
-            max_running=check_max_running(max_running),
-            updated_at=self.now(),
-            updated_by=storable_label(updated_by),
-        )
-        self.store.set_queue_config(row)
-        self._limit_cache.note(queue_name, row.max_running is not None)
+        fields.update(updated_at=self.now(), updated_by=storable_label(updated_by))
+        row = store.set_queue_config(queue_name, fields)
+        self._limit_cache.note(queue_name, limits_claims(row))
         return row
 
     def at_limit(self, queue_name: str) -> int | None:
         """The queue's limit if this queue object's last claim of it was cut short by the
         limit (its workers then wait for a running job to end), else None."""
         return self._stopped_at.get(queue_name)
+
+    def at_rate(self, queue_name: str):
+        """When the queue's next window opens if this queue object's last claim of it was
+        cut short by its rate (its bucket empty), else None."""
+        return self._rate_until.get(queue_name)
 
     def is_limited(self, queue_name: str) -> bool:
         """Whether the queue has a limit, as this process last read it (at most a second
@@ -117,23 +142,38 @@ class Limits:
         limited = self._limit_cache.limited(self.store, queue_name)
         if not limited:
             self._stopped_at.pop(queue_name, None)
+            self._rate_until.pop(queue_name, None)
         return limited
 
     def _claim_within_limit(
-        self, queue_name: str, wanted: int, claim: Callable[[int], list[Job]]
+        self, queue_name: str, wanted: int, claim: Callable[[int, datetime], list[Job]]
     ) -> list[Job]:
-        """`claim(n)` for as many of `wanted` as the limit leaves room for; inside the
-        caller's transaction, which holds the config row's lock until it ends."""
+        """`claim(n, now)` for as many of `wanted` as the limit and the rate leave room for;
+        inside the caller's transaction, which holds the config row's lock until it ends.
+        `now` is read once the lock is held: the window the claim spends from is the one
+        its jobs are claimed (and, on PostgreSQL, started) in, however long it waited."""
         store = self.store
-        limit = store.lock_queue_limit(queue_name)
-        if limit is None:  # removed since it was read
+        config = store.lock_queue_limit(queue_name)
+        now = self.now()
+        self._stopped_at.pop(queue_name, None)
+        self._rate_until.pop(queue_name, None)
+        if not limits_claims(config):  # removed since it was read
             self._limit_cache.note(queue_name, False)
-            self._stopped_at.pop(queue_name, None)
-            return claim(wanted)
-        room = limit - store.count_running(queue_name)
-        claimed = claim(min(wanted, room)) if room > 0 else []
-        if room < wanted and len(claimed) == max(room, 0):
+            return claim(wanted, now)
+        limit = config.max_running
+        room = wanted if limit is None else limit - store.count_running(queue_name)
+        if config.rate is not None:
+            tokens, window = tokens_at(config, now)
+            room = min(room, tokens)
+        claimed = claim(min(wanted, room), now) if room > 0 else []
+        stopped = room < wanted and len(claimed) == max(room, 0)
+        if config.rate is not None:
+            left = tokens - len(claimed)
+            if (left, window) != (config.rate_tokens, config.rate_refilled_at):
+                store.spend_rate_tokens(queue_name, left, window)
+            if stopped and left == 0:
+                self._rate_until[queue_name] = next_window(config, now)
+                return claimed
+        if stopped and limit is not None:
             self._stopped_at[queue_name] = limit
-        else:
-            self._stopped_at.pop(queue_name, None)
         return claimed

@@ -8,7 +8,8 @@ only the newest SEARCH_WINDOW jobs of each status, and says so.
 Filtered by a tag, the list reads the queue's `JobTag` rows instead, newest first from their
 (queue_name, tag, created_at, job) index, every status at once, and the jobs of one page by
 primary key (see `queues.tags`): a page costs the same whether the tag has ten jobs or a
-million.
+million. With a status rarer than the tag, it reads along the status instead
+(`queues.tag_plans`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from django.db.models.functions import Cast
 from .enums import JobStatus
 from .exceptions import InvalidJob
 from .models import Job, JobTag
+from .tag_plans import status_is_rarer, with_tag
 from .tags import MAX_TAG_LENGTH, check_tag
 
 PAGE_SIZE = 50
@@ -126,10 +128,7 @@ def list_jobs(
         if flt.priority is not None:
             rows = rows.filter(priority=flt.priority)
         if after:
-            # The <= bound is what the index can range over; the OR only breaks ties.
-            rows = rows.filter(created_at__lte=after[0]).filter(
-                Q(created_at__lt=after[0]) | Q(id__lt=after[1])
-            )
+            rows = _older_than(rows, after)
         if floor is not None:
             # A status already gave a full page newer than this: older rows cannot make it.
             rows = rows.filter(created_at__gte=floor)
@@ -148,6 +147,13 @@ def list_jobs(
     return _page(candidates, flt, size)
 
 
+def _older_than(rows, after: tuple, pk: str = "id"):
+    """The rows after the cursor's (created_at, id) in page order. The <= bound is what the
+    index can range over; the OR only breaks ties."""
+    rows = rows.filter(created_at__lte=after[0])
+    return rows.filter(Q(created_at__lt=after[0]) | Q(**{f"{pk}__lt": after[1]}))
+
+
 def _page(ids: list, flt: JobFilter, size: int) -> JobPage:
     found = list(Job.objects.filter(id__in=ids).order_by("-created_at", "-id")[: size + 1])
     page = JobPage(found[:size], search_window=search_window() if flt.search else 0)
@@ -162,16 +168,16 @@ def _tagged(flt: JobFilter, cursor: str, size: int) -> JobPage:
         check_tag(flt.tag)
     except InvalidJob:
         return JobPage()  # no job has such a tag
+    if flt.status and not flt.search and status_is_rarer(flt.tag, flt.status, flt.queue):
+        return _tagged_by_status(flt, cursor, size)
     rows = JobTag.objects.filter(queue_name=flt.queue, tag=flt.tag)
     if flt.status:
         rows = rows.filter(job__status=flt.status)
     if flt.priority is not None:
-        rows = rows.filter(job__priority=flt.priority)
+        rows = rows.filter(priority=flt.priority)  # the tag row's copy, in its index
     after = decode_cursor(cursor) if cursor else None
     if after:
-        rows = rows.filter(created_at__lte=after[0]).filter(
-            Q(created_at__lt=after[0]) | Q(job_id__lt=after[1])
-        )
+        rows = _older_than(rows, after, "job_id")
     if flt.search:
         # The newest `search_window()` tagged jobs, whatever their status.
         window = search_window()
@@ -183,6 +189,19 @@ def _tagged(flt: JobFilter, cursor: str, size: int) -> JobPage:
             payload_text__icontains=flt.search
         )
     ids = rows.order_by("-created_at", "-job_id").values_list("job_id", flat=True)[: size + 1]
+    return _page(list(ids), flt, size)
+
+
+def _tagged_by_status(flt: JobFilter, cursor: str, size: int) -> JobPage:
+    """The page read along the status's index, each job checked for the tag (a status
+    rarer than the tag: see `queues.tag_plans`)."""
+    rows = with_tag(Job.objects.filter(queue_name=flt.queue, status=flt.status), flt.tag)
+    if flt.priority is not None:
+        rows = rows.filter(priority=flt.priority)
+    after = decode_cursor(cursor) if cursor else None
+    if after:
+        rows = _older_than(rows, after)
+    ids = rows.order_by("-created_at", "-id").values_list("id", flat=True)[: size + 1]
     return _page(list(ids), flt, size)
 
 

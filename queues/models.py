@@ -226,6 +226,9 @@ class Job(models.Model):
             # Counts per queue and status, listings, pruning of finished jobs.
             models.Index(fields=["queue_name", "status", "created_at"], name="job_queue_status"),
             models.Index(fields=["status", "completed_at"], name="job_status_completed"),
+            # The admin's job list, newest first (its default order, with Django's -pk): a
+            # page of it without a filter sorted all the jobs (3.1 s on a million).
+            models.Index(fields=["created_at", "id"], name="job_created"),
             PortableIndex(
                 fields=["recurring", "next_run_at"],
                 condition=Q(cron_schedule__isnull=False),
@@ -444,6 +447,13 @@ class QueueConfig(models.Model):
 
     queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH, primary_key=True)
     max_running = models.PositiveIntegerField(null=True, blank=True)
+    #: The rate: at most `rate_limit` jobs claimed in each window of `rate_period` seconds
+    #: (both None: no rate). The bucket of the current window is `rate_tokens`, the claims
+    #: it has left, refilled at `rate_refilled_at` (the window's start); see queues.limits.
+    rate_limit = models.PositiveIntegerField(null=True, blank=True)
+    rate_period = models.FloatField(null=True, blank=True)
+    rate_tokens = models.PositiveIntegerField(default=0)
+    rate_refilled_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.CharField(max_length=255, null=True, blank=True)
 
@@ -453,12 +463,26 @@ class QueueConfig(models.Model):
             models.CheckConstraint(
                 condition=Q(max_running__isnull=True) | Q(max_running__gte=1),
                 name="queueconfig_max_running_positive",
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(rate_limit__isnull=True, rate_period__isnull=True)
+                | Q(rate_limit__gte=1, rate_period__gt=0),
+                name="queueconfig_rate_whole",
+            ),
         ]
 
     def __str__(self) -> str:
-        limit = "no limit" if self.max_running is None else f"at most {self.max_running} running"
-        return f"{self.queue_name} ({limit})"
+        parts = [] if self.max_running is None else [f"at most {self.max_running} running"]
+        if self.rate is not None:
+            parts.append(f"{self.rate_limit} per {self.rate_period:g} s")
+        return f"{self.queue_name} ({', '.join(parts) or 'no limit'})"
+
+    @property
+    def rate(self) -> tuple[int, float] | None:
+        """(jobs, per seconds), or None."""
+        if self.rate_limit is None or self.rate_period is None:
+            return None
+        return (self.rate_limit, self.rate_period)
 
 
 class ReaperRun(models.Model):

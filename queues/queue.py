@@ -61,6 +61,7 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
         self._unsure_lock = threading.Lock()
         self._limit_cache = limits.LimitCache()
         self._stopped_at: dict[str, int] = {}
+        self._rate_until: dict[str, object] = {}
 
     def __repr__(self) -> str:
         return f"JobQueue(using={self.using!r})"
@@ -139,21 +140,26 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
 
         strict = weights is None or weights.strict_priority
 
-        def weighted(wanted: int) -> list[Job]:
-            levels = store.claimable_levels(queue_name, now)
+        def weighted(wanted: int, at: datetime = now) -> list[Job]:
+            levels = store.claimable_levels(queue_name, at)
             claimed: list[Job] = []
             for level in weights.level_order(levels, self.rng):
                 need = wanted - len(claimed)
-                got = store.claim(replace(params, limit=need, priority=level))
+                got = store.claim(at_time(at, limit=need, priority=level))
                 claimed.extend(sorted(got, key=age_key))
                 if len(claimed) >= wanted:
                     break
             return claimed
 
-        def up_to(wanted: int) -> list[Job]:
+        def at_time(at: datetime, **changes) -> ClaimParams:
+            # A limited claim's time is read under its lock (queues.limits).
+            lease = at + options.lease_duration
+            return replace(params, now=at, lease_expires_at=lease, **changes)
+
+        def up_to(wanted: int, at: datetime) -> list[Job]:
             if strict:
-                return sorted(store.claim(replace(params, limit=wanted)), key=claim_key)
-            return weighted(wanted)
+                return sorted(store.claim(at_time(at, limit=wanted)), key=claim_key)
+            return weighted(wanted, at)
 
         if self._is_limited(queue_name):
             wanted = options.batch_size

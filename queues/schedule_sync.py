@@ -2,8 +2,9 @@
 store (`JobQueue.sync_schedules`), in one transaction:
 
 - an entry with no row gets one (a recurring job, its first run the cron's next);
-- a row whose entry changed is updated in place: its queue, payload, priority, attempts and
-  timeout, and its cron and time zone with its next run recomputed (a row Running at the
+- a row whose entry changed is updated in place: its queue, payload, priority, attempts,
+  timeout, tags (its `JobTag` rows too) and meta, and its cron and time zone with its next
+  run recomputed (a row Running at the
   time gets its next run from the old expression once, when that run ends);
 - a row whose entry is gone is disabled, not deleted (its history stays), and marked
   removed; an entry added back enables its row again;
@@ -91,6 +92,11 @@ def _update(queue, row: Job, schedule: Schedule, now: datetime, report: Schedule
         if row.status == JobStatus.PENDING:
             fields["scheduled_at"] = next_run
     queue.store.update_jobs(Match(ids=[row.id]), fields)
+    if {"tags", "queue_name", "priority"} & fields.keys():
+        # The tag rows copy the job's queue and priority: rewritten with the row's.
+        for name, value in fields.items():
+            setattr(row, name, value)
+        queue.store.replace_tags(row)
 
 
 def _disable_removed(queue, names: set[str], now: datetime, report: ScheduleSync) -> None:

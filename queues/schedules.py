@@ -5,12 +5,14 @@ line with the settings.
     HAMMERWEB = {"SCHEDULES": {
         "nightly-report": {"queue": "reports", "cron": "0 3 * * *", "timezone": "Europe/Paris",
                            "payload": {"kind": "daily"}, "priority": "high", "max_attempts": 3,
-                           "timeout": 600},
+                           "timeout": 600, "tags": ["reports", "nightly"], "meta": {"team": "bi"}},
         "cleanup": {"task": "myapp.tasks.cleanup", "cron": "*/15 * * * *", "kwargs": {"days": 7}},
     }}
 
 An entry names a queue and a payload (for that queue's handler), or a django.tasks task (its
-queue and priority by default, run with `args` and `kwargs`). `queues.checks` validates the
+queue, priority, tags and meta by default, run with `args` and `kwargs`). `tags` and `meta`
+are the row's (`queues.tags`), so every run of the schedule carries them and the tag filters
+find it; a changed list updates the row and its tag rows in place. `queues.checks` validates the
 setting at start: a bad entry is an error naming it. How a sync treats each row is in
 `queues.schedule_sync`.
 """
@@ -31,10 +33,12 @@ from .cron import CronSchedule
 from .enums import JobPriority
 from .exceptions import InvalidJob, InvalidSchedule
 from .models import Job
+from .tags import check_tags
 from .validation import (
     MAX_ATTEMPTS,
     check_duration,
     check_json,
+    check_meta,
     validate_label,
     validate_queue_name,
 )
@@ -43,7 +47,7 @@ SETTING = "SCHEDULES"
 #: The keys an entry may have.
 KEYS = frozenset(
     {"queue", "cron", "timezone", "payload", "priority", "max_attempts", "timeout"}
-    | {"task", "args", "kwargs"}
+    | {"tags", "meta", "task", "args", "kwargs"}
 )
 
 
@@ -59,6 +63,8 @@ class Schedule:
     priority: JobPriority = JobPriority.NORMAL
     max_attempts: int = 3
     timeout: timedelta | None = None
+    tags: tuple[str, ...] = ()
+    meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # The rest is checked as any new job's is, when a sync inserts or compares it.
@@ -75,6 +81,8 @@ class Schedule:
             cron_schedule=self.cron,
             timezone=self.timezone,
             schedule_name=self.name,
+            tags=list(self.tags),
+            meta=self.meta,
         )
 
     def definition(self) -> dict[str, Any]:
@@ -87,6 +95,8 @@ class Schedule:
             "priority": int(self.priority),
             "max_attempts": self.max_attempts,
             "timeout": self.timeout,
+            "tags": list(self.tags),
+            "meta": json.loads(json.dumps(self.meta)),
         }
 
 
@@ -152,6 +162,10 @@ def _schedule(name: str, entry: Mapping) -> Schedule:
     schedule = CronSchedule(fields["cron"], fields["timezone"])  # a bad one raises
     fields["timezone"] = schedule.timezone
     check_json(fields.get("payload", {}), "payload")
+    if "tags" in entry:
+        fields["tags"] = tuple(_tags(entry["tags"]))
+    if "meta" in entry:
+        fields["meta"] = check_meta(entry["meta"])
     if "priority" in entry:
         fields["priority"] = _priority(entry["priority"])
     if "max_attempts" in entry:
@@ -168,6 +182,12 @@ def _schedule(name: str, entry: Mapping) -> Schedule:
             timeout = timedelta(seconds=timeout)
         fields["timeout"] = check_duration(timeout, "timeout (seconds)", InvalidSchedule)
     return Schedule(**fields)
+
+
+def _tags(value: object) -> list[str]:
+    if isinstance(value, list | tuple):  # a set's order would change between deploys
+        return check_tags(value)
+    raise InvalidSchedule(f"'tags' must be a list of strings, not {type(value).__name__}")
 
 
 def _priority(value: object) -> JobPriority:
@@ -203,4 +223,7 @@ def _task_fields(entry: Mapping) -> dict[str, Any]:
         "queue": validate_queue_name(task.queue_name),
         "priority": job_priority(task.priority),
         "payload": task_payload(task, list(args), dict(kwargs)),
+        # A @task(tags=..., meta=...)'s own, unless the entry names its own.
+        "tags": tuple(check_tags(list(getattr(task, "tags", ())))),
+        "meta": check_meta(getattr(task, "meta", None)),
     }

@@ -134,9 +134,13 @@ class Store(Protocol):
     def claim(self, params: ClaimParams) -> list[Job]:
         """Claim the first claimable jobs (claim order) for `params`; in any order."""
 
-    def lock_queue_limit(self, queue: str) -> int | None:
-        """Lock the queue's configuration row until the transaction ends and return its
-        `max_running` (None: no row, or no limit); a limited claim's first statement."""
+    def lock_queue_limit(self, queue: str) -> QueueConfig | None:
+        """Lock the queue's configuration row until the transaction ends and return it
+        (None: no row); a limited claim's first statement."""
+
+    def spend_rate_tokens(self, queue: str, tokens: int, refilled_at: datetime) -> None:
+        """Write what is left of the queue's rate bucket, of the window that starts at
+        `refilled_at` (inside the claim that locked the row)."""
 
     def count_running(self, queue: str) -> int:
         """How many of the queue's jobs are Running (claimed, started or not)."""
@@ -169,6 +173,10 @@ class Store(Protocol):
     def insert_jobs(self, jobs: Sequence[Job]) -> None:
         """Insert jobs and their dependency edges; a taken id or unique slot raises
         `IntegrityError` and inserts none of them (inside a transaction too, which goes on)."""
+
+    def replace_tags(self, job: Job) -> None:
+        """Make the job's tag rows its `tags`, of its queue (a declared schedule's row whose
+        entry changed: the only job whose tags change)."""
 
     def find_jobs(self, match: Match, limit: int | None = None) -> list[Job]:
         """The matching jobs in claim order (the first `limit`)."""
@@ -237,8 +245,9 @@ class Store(Protocol):
     def get_queue_config(self, queue: str) -> QueueConfig | None:
         """The queue's configuration row, or None (one read, no lock)."""
 
-    def set_queue_config(self, row: QueueConfig) -> None:
-        """Insert the row, or update the queue's row to it."""
+    def set_queue_config(self, queue: str, fields: Mapping) -> QueueConfig:
+        """Insert the queue's row with `fields`, or update those fields of its row (the
+        others stay); the row as written."""
 
     # Reaper runs --------------------------------------------------------------------------
     def insert_reaper_run(self, row: ReaperRun) -> None:

@@ -148,8 +148,14 @@ class SqlStore:
             cursor.execute(self.queries[name], values)
             return self.reader.read(cursor.description, cursor.fetchall())
 
-    def lock_queue_limit(self, queue: str) -> int | None:
-        return self._one("lock_queue_limit", queue)
+    def lock_queue_limit(self, queue: str) -> QueueConfig | None:
+        rows = self._configs().raw(self.queries["lock_queue_limit"], {"queue": queue})
+        return next(iter(rows), None)
+
+    def spend_rate_tokens(self, queue: str, tokens: int, refilled_at: datetime) -> None:
+        self._configs().filter(queue_name=queue).update(
+            rate_tokens=tokens, rate_refilled_at=refilled_at
+        )
 
     def count_running(self, queue: str) -> int:
         return int(self._one("count_running", queue) or 0)
@@ -234,6 +240,11 @@ class SqlStore:
         tags = tag_rows(jobs)
         if tags:  # jobs without tags: no statement
             JobTag.objects.using(self.using).bulk_create(tags, batch_size=INSERT_BATCH)
+
+    def replace_tags(self, job: Job) -> None:
+        tags = JobTag.objects.using(self.using)
+        tags.filter(job_id=job.id).delete()
+        tags.bulk_create(tag_rows([job]))
 
     def _jobs(self, match: Match | None = None):
         jobs = Job.objects.using(self.using)
@@ -347,9 +358,9 @@ class SqlStore:
     def get_queue_config(self, queue: str) -> QueueConfig | None:
         return self._configs().filter(queue_name=queue).first()
 
-    def set_queue_config(self, row: QueueConfig) -> None:
-        fields = {name: getattr(row, name) for name in ("max_running", "updated_at", "updated_by")}
-        self._configs().update_or_create(queue_name=row.queue_name, defaults=fields)
+    def set_queue_config(self, queue: str, fields: Mapping) -> QueueConfig:
+        row, _ = self._configs().update_or_create(queue_name=queue, defaults=fields)
+        return row
 
     def insert_reaper_run(self, row: ReaperRun) -> None:
         row.save(using=self.using)

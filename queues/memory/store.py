@@ -210,10 +210,15 @@ class MemoryStore:
             )
         return copied(picked)
 
-    def lock_queue_limit(self, queue: str) -> int | None:
+    def lock_queue_limit(self, queue: str) -> QueueConfig | None:
         # The store's lock, held by `atomic` for the whole claim, is the row's lock.
         row = self.configs.get(queue)
-        return None if row is None else row.max_running
+        return None if row is None else copied(row)
+
+    def spend_rate_tokens(self, queue: str, tokens: int, refilled_at) -> None:
+        row = copied(self.configs[queue])
+        row.rate_tokens, row.rate_refilled_at = tokens, refilled_at
+        self._put(self.configs, queue, row)
 
     def count_running(self, queue: str) -> int:
         jobs = self.jobs.values()
@@ -422,12 +427,20 @@ class MemoryStore:
     def is_paused(self, queue: str) -> bool:
         return queue in self.pauses
 
+    def replace_tags(self, job: Job) -> None:
+        pass  # the tag filters read the stored job's own tags
+
     def get_queue_config(self, queue: str) -> QueueConfig | None:
         row = self.configs.get(queue)
         return None if row is None else copied(row)
 
-    def set_queue_config(self, row: QueueConfig) -> None:
-        self._put(self.configs, row.queue_name, copied(row))
+    def set_queue_config(self, queue: str, fields) -> QueueConfig:
+        found = self.configs.get(queue)
+        row = copied(found) if found is not None else QueueConfig(queue_name=queue)
+        for name, value in fields.items():
+            setattr(row, name, value)
+        self._put(self.configs, queue, copied(row))
+        return row
 
     def insert_reaper_run(self, row: ReaperRun) -> None:
         row.id = len(self.reaper_rows) + 1

@@ -54,11 +54,14 @@ SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,
 WHERE id IN %(ids)s
 
 -- name: lock_queue_limit
--- A limited queue's claim begins here (queues/limits.py): the queue's config row, locked
+-- A limited queue's claim begins here (queues/limits.py): the queue's config row (its
+-- limit and its rate's bucket), locked
 -- until the claim commits, so the limited claims of one queue take turns. Under READ
 -- COMMITTED the count that follows (its own statement) reads what the previous holder
 -- committed.
-SELECT max_running FROM queues_queueconfig WHERE queue_name = %(queue)s FOR UPDATE
+SELECT queue_name, max_running, rate_limit, rate_period, rate_tokens, rate_refilled_at,
+  updated_at, updated_by
+FROM queues_queueconfig WHERE queue_name = %(queue)s FOR UPDATE
 
 -- name: count_running
 -- The queue's Running jobs (claimed, started or not; a lease that expired counts until the

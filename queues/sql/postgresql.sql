@@ -62,12 +62,15 @@ RETURNING j.*
 -- Nothing: claim_batch marks the rows it locks in the same statement.
 
 -- name: lock_queue_limit
--- A limited queue's claim begins here (queues/limits.py): the queue's config row, locked
+-- A limited queue's claim begins here (queues/limits.py): the queue's config row (its
+-- limit and its rate's bucket), locked
 -- until the claim commits, so the limited claims of one queue take turns. The count of its
 -- Running jobs is the next statement, not a subquery of this one: under READ COMMITTED a
 -- statement's snapshot is taken when it starts, before this lock's wait, and would miss the
 -- claim that held the lock.
-SELECT max_running FROM queues_queueconfig WHERE queue_name = %(queue)s FOR UPDATE
+SELECT queue_name, max_running, rate_limit, rate_period, rate_tokens, rate_refilled_at,
+  updated_at, updated_by
+FROM queues_queueconfig WHERE queue_name = %(queue)s FOR UPDATE
 
 -- name: count_running
 -- The queue's Running jobs (claimed, started or not; a lease that expired counts until the

@@ -58,9 +58,12 @@ RETURNING *
 -- Nothing: claim_batch marks the rows it picks in the same statement.
 
 -- name: lock_queue_limit
--- A limited queue's claim begins here (queues/limits.py): the queue's limit. The IMMEDIATE
+-- A limited queue's claim begins here (queues/limits.py): the queue's config row (its
+-- limit and its rate's bucket). The IMMEDIATE
 -- transaction of the claim is the lock (one writer at a time).
-SELECT max_running FROM queues_queueconfig WHERE queue_name = %(queue)s
+SELECT queue_name, max_running, rate_limit, rate_period, rate_tokens, rate_refilled_at,
+  updated_at, updated_by
+FROM queues_queueconfig WHERE queue_name = %(queue)s
 
 -- name: count_running
 -- The queue's Running jobs (claimed, started or not; a lease that expired counts until the

@@ -44,21 +44,37 @@ def resume(request, queue):
 
 @action("queues.change_queueconfig")
 def limit(request, queue):
-    """Set (or, left blank, remove) the queue's limit of running jobs; the engine refuses a
-    bad value (InvalidQueueConfig, shown in place) and writes nothing."""
-    name, text = _queue_name(request), request.POST.get("max_running", "").strip()
-    value: object = None
-    if text:
-        try:
-            value = int(text)
-        except ValueError:
-            value = text  # not a number: the engine says why
-    config = queue.queue_config(name, max_running=value, updated_by=request.user.get_username())
+    """Set (or, left blank, remove) the queue's limit of running jobs and, when the form has
+    its fields, its rate; the engine refuses a bad value (InvalidQueueConfig, shown in
+    place) and writes nothing."""
+    name, post = _queue_name(request), request.POST
+    settings: dict[str, object] = {"max_running": _number(post.get("max_running", ""), int)}
+    if "rate_jobs" in post or "rate_seconds" in post:
+        jobs = _number(post.get("rate_jobs", ""), int)
+        seconds = _number(post.get("rate_seconds", ""), float)
+        settings["rate"] = None if jobs is None and seconds is None else (jobs, seconds)
+    config = queue.queue_config(name, updated_by=request.user.get_username(), **settings)
     if config.max_running is None:
-        return notice(request, f"{name} has no limit: workers claim as many jobs as they can.")
-    return notice(
-        request, f"{name}: at most {config.max_running} jobs run at once, across every worker."
-    )
+        said = f"{name} has no limit: workers claim as many jobs as they can."
+    else:
+        said = f"{name}: at most {config.max_running} jobs run at once, across every worker."
+    if config.rate is not None:
+        jobs, seconds = config.rate
+        said += f" At most {jobs} jobs start in each {seconds:g} s, across every worker."
+    elif "rate" in settings:
+        said += " No rate."
+    return notice(request, said)
+
+
+def _number(text: str, kind):
+    """A form's number, None when blank; not a number: the text, for the engine to say why."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        return text
 
 
 def _told(verb: str, request) -> dict:

@@ -35,7 +35,8 @@ def queue_detail(request, name: str):
     counts = stats.queue_counts(name)
     pause = QueuePause.objects.filter(queue_name=name).first()
     config = JobQueue().queue_config(name)
-    if not any(counts.values()) and pause is None and config.max_running is None:
+    configured = config.max_running is not None or config.rate is not None
+    if not any(counts.values()) and pause is None and not configured:
         raise Http404("No such queue")
     flt = JobFilter.from_query(name, request.GET)
     present = {status for status, n in counts.items() if n}

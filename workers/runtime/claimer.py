@@ -1,7 +1,7 @@
 """The claimer of a worker run: it claims a batch sized by the free capacity, within the
 throttle's permits and the rate limiters' tokens, and hands the jobs to the slots. A queue
-with a limit (`queue_config(max_running=...)`) may leave it less than it asked for: it says
-so in the log when it starts waiting at the limit, and then at most once a minute."""
+with a limit or a rate (`queue_config(max_running=..., rate=...)`) may leave it less than
+it asked for: it says so in the log when it starts waiting, then at most once a minute."""
 
 from __future__ import annotations
 
@@ -32,27 +32,32 @@ class LimitLog:
         self.logged_at: float | None = None  # monotonic; None: not waiting at the limit
         self.waits = 0
 
-    def claimed(self, limit: int | None) -> None:
-        """After each claim: the limit it stopped at, or None."""
-        if limit is None:
+    def claimed(self, limit: int | None, rate_until=None) -> None:
+        """After each claim: the limit it stopped at, or when the next window of the rate
+        it ran out of opens, or neither (None)."""
+        if limit is None and rate_until is None:
             if self.logged_at is not None:
                 logger.debug("queue %s is below its limit: claiming again", self.queue_name)
             self.logged_at = None
             return
+        if limit is not None:
+            what, until = f"its limit of {limit} running jobs", "for one to end"
+        else:
+            what, until = "its rate", f"for its next window ({rate_until:%H:%M:%S.%f} UTC)"
         now = time.monotonic()
         if self.logged_at is None:
             logger.info(
-                "queue %s is at its limit of %d running jobs (every worker's): waiting for one "
-                "to end",
+                "queue %s is at %s (every worker's): waiting %s",
                 self.queue_name,
-                limit,
+                what,
+                until,
             )
             self.logged_at, self.waits = now, 0
         elif now - self.logged_at >= LIMIT_LOG_EVERY:
             logger.info(
-                "queue %s: still at its limit of %d running jobs (%d waits since the last line)",
+                "queue %s: still at %s (%d waits since the last line)",
                 self.queue_name,
-                limit,
+                what,
                 self.waits,
             )
             self.logged_at, self.waits = now, 0
@@ -134,8 +139,13 @@ class Claimer:
                 )
             except GaveUp:
                 jobs = []
-            at_limit = getattr(self.queue, "at_limit", None)  # a caller's queue may lack it
-            self.limit_log.claimed(at_limit(self.queue_name) if at_limit else None)
+            # A caller's queue may lack these.
+            at_limit = getattr(self.queue, "at_limit", None)
+            at_rate = getattr(self.queue, "at_rate", None)
+            self.limit_log.claimed(
+                at_limit(self.queue_name) if at_limit else None,
+                at_rate(self.queue_name) if at_rate else None,
+            )
         self.allowance.not_run(n - len(jobs))
         if jobs:
             logger.debug("claimed %d jobs from %s", len(jobs), self.queue_name)

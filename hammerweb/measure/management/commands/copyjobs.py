@@ -60,8 +60,8 @@ class Command(BaseCommand):
             f" FROM {jobs} LIMIT %s",
             f"INSERT INTO {jobs} ({', '.join(columns)}) SELECT {', '.join(values)}"
             f" FROM fill_copies s JOIN {jobs} j ON j.id = s.id",
-            f"INSERT INTO {tags} (job_id, tag, queue_name, created_at)"
-            f" SELECT s.nid, j.tag, j.queue_name, {moved.format('j.created_at')}"
+            f"INSERT INTO {tags} (job_id, tag, queue_name, created_at, priority)"
+            f" SELECT s.nid, j.tag, j.queue_name, {moved.format('j.created_at')}, j.priority"
             f" FROM fill_copies s JOIN {tags} j ON j.job_id = s.id",
             "DROP TABLE fill_copies",
         ]

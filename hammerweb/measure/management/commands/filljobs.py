@@ -75,6 +75,7 @@ class Command(BaseCommand):
                         "tag": tag,
                         "queue_name": job["queue_name"],
                         "created_at": job["created_at"],
+                        "priority": job["priority"],
                     }
                 )
                 for job in jobs
