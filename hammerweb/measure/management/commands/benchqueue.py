@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from hammerweb.measure.benchmark import runs
+from hammerweb.measure.benchmark import runs, runworker
 from queues import signals
 from queues.api import JobQueue
 
@@ -83,6 +83,7 @@ class Command(BaseCommand):
                 for label, size, conc in WORKERS
             ],
             ("enqueue", lambda: runs.enqueue_rates(queue, jobs)),
+            ("runworker", lambda: runworker.runworker_rates(queue, jobs)),
         ]
         # Rounds in turn (not each measurement N times in a row), so that a passing load on
         # the machine spreads over every measurement instead of spoiling one.
