@@ -86,6 +86,15 @@ WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND status = 'Running'
   AND run_token = %(token)s
 RETURNING id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = queues_job.id)
 
+-- name: lock_runs
+-- The runs of one claim still this run's, and whether each has dependents: the fence of the
+-- outcomes written row by row after it. The engine's IMMEDIATE transaction holds the
+-- database's write lock, so no other writer changes them until it ends.
+SELECT id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = queues_job.id)
+FROM queues_job
+WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND status = 'Running'
+  AND run_token = %(token)s
+
 -- name: start_runs
 -- The start marker of held jobs of one claim, fenced; RETURNING names the runs still ours,
 -- and for each whether its queue is paused and whether its fail-fast batch has failed.
