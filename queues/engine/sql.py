@@ -163,7 +163,9 @@ class SqlStore:
 
     def update_each(self, rows: Mapping[uuid.UUID, Mapping]) -> None:
         if rows:
-            self._jobs().filter(id__in=list(rows)).update(**each_row(self.connection, rows))
+            self._jobs().filter(id__in=list(rows)).update(
+                **each_row(self.connection, rows, self.uuid)
+            )
 
     def start_runs(self, ids, token, now) -> dict[uuid.UUID, tuple[bool, bool]]:
         rows = self._write_runs("start_runs", ids, token, now)
