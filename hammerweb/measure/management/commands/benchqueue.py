@@ -41,6 +41,11 @@ class Command(BaseCommand):
             "sending them costs",
         )
         parser.add_argument(
+            "--no-runworker",
+            action="store_true",
+            help="leave out the figures of runworker in child processes",
+        )
+        parser.add_argument(
             "--repeat",
             type=positive,
             default=1,
@@ -54,12 +59,12 @@ class Command(BaseCommand):
             for signal in signals.ALL:
                 signal.connect(_heard, dispatch_uid="benchqueue")
         try:
-            self._measure(jobs, json, repeat)
+            self._measure(jobs, json, repeat, not options.get("no_runworker"))
         finally:
             for signal in signals.ALL:
                 signal.disconnect(dispatch_uid="benchqueue")
 
-    def _measure(self, jobs: int, json: bool, repeat: int) -> None:
+    def _measure(self, jobs: int, json: bool, repeat: int, children: bool = True) -> None:
         if settings.DEBUG:
             self.stderr.write(
                 "DEBUG is on: Django records every query, which slows each figure; "
@@ -83,8 +88,9 @@ class Command(BaseCommand):
                 for label, size, conc in WORKERS
             ],
             ("enqueue", lambda: runs.enqueue_rates(queue, jobs)),
-            ("runworker", lambda: runworker.runworker_rates(queue, jobs)),
         ]
+        if children:
+            steps.append(("runworker", lambda: runworker.runworker_rates(queue, jobs)))
         # Rounds in turn (not each measurement N times in a row), so that a passing load on
         # the machine spreads over every measurement instead of spoiling one.
         rounds: list[list[runs.Figure]] = []
