@@ -10,12 +10,13 @@ from datetime import timedelta
 
 import pytest
 
-from queues.api import DequeueOptions, Job, JobOutcome, JobStatus, RetryStrategy
+from queues.api import DequeueOptions, Job, JobOutcome, JobStatus
 from queues.memory.queue import TestQueue
-from tests.signal_events import Recorder, connected
+from tests.signal_events import connected
 
 from .conftest import unique_queue
 from .recording import recorded
+from .test_signals import fixed, recorder_for
 
 RESULTS = [
     {"ok": True, "n": 1},
@@ -28,16 +29,6 @@ RESULTS = [
     2.25,
     {"nested": {"deep": [{"x": "é"}]}, "quote": "it's \"quoted\""},
 ]
-
-
-def recorder_for(queue) -> Recorder:
-    if isinstance(queue, TestQueue):  # read from another thread: the store's lock is free
-        return Recorder(read_status=lambda job_id: queue.get_job(job_id).status)
-    return Recorder()
-
-
-def fixed(seconds: float) -> dict:
-    return RetryStrategy.fixed(timedelta(seconds=seconds)).to_dict()
 
 
 def claim(queue, name: str, count: int, **job_fields) -> list[Job]:
