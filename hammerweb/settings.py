@@ -21,6 +21,7 @@ The tests run on `tests/settings.py`, which starts from these.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -45,12 +46,17 @@ _optional_apps = [
     *(["hammerweb.measure"] if _flag("HAMMERWEB_MEASURE") else []),
 ]
 
+#: daphne's app only replaces `runserver` with its ASGI one; a worker serves no page, and
+#: importing it (twisted) was a third of `runworker`'s start-up (profiled), paid by every
+#: worker process.
+_web_apps = [] if sys.argv[1:2] == ["runworker"] else ["daphne"]
+
 INSTALLED_APPS = [
     # Above channels (if it is ever added), whose `runworker` would win otherwise.
     "workers",
     "queues",
     *_optional_apps,
-    "daphne",
+    *_web_apps,
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -3,8 +3,10 @@ once over the store: `JobQueue` inherits it. Every write is fenced by the run's 
 reaped, released or operator-retried run writes nothing and is told so (None, False, LOST).
 
 The hot path is `finish_and_start_runs`: one transaction, one catalogue statement per claim
-for the plain completions and one for the start markers; the rest one fenced write each, and
-one INSERT for the error history of every run of the write that failed (`history`).
+for the plain completions and one for the start markers, a locking read and one UPDATE per
+shape of outcome for the other outcomes of jobs in no batch, workflow or schedule
+(`outcome_batches`); the rest one fenced write each, and one INSERT for the error history of
+every run of the write that failed (`history`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from . import effects, history, signals
 from .enums import JobStatus
 from .groups import BATCH_FAILED, batch_failed_error
 from .models import FailedAttempt, Job
+from .outcome_batches import can_batch, record_each
 from .outcomes import JobOutcome, RecordedOutcome, check_outcome, plan_outcome
 from .validation import positive_lease
 
@@ -160,11 +163,13 @@ class Runs:
         self, finished, now: datetime, attempts: list
     ) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
-        singles, plain = _split_finished(finished)
+        singles, each, plain = _split_finished(finished)
         for index in singles:
             job, outcome = finished[index]
             if job.run_token is not None:  # else recorded already, under another index
                 results[index] = self._record(job, outcome, now, attempts)
+        for token, indexes in each.items():
+            record_each(self, finished, indexes, token, now, attempts, results)
         parents: set[UUID] = set()
         for token, indexes in plain.items():
             ids = [finished[i][0].id for i in indexes]
@@ -245,26 +250,28 @@ def _by_claim(jobs: Sequence[Job]) -> list[tuple[UUID, list[UUID]]]:
 
 def _split_finished(
     finished: Sequence[tuple[Job, JobOutcome]],
-) -> tuple[list[int], dict[UUID, list[int]]]:
-    """How many outcomes are recorded: the indexes recorded one by one, and the plain
-    completions (no result, batch, workflow or schedule) by claim token, written together.
-    A run without a token is in neither (its answer is None)."""
+) -> tuple[list[int], dict[UUID, list[int]], dict[UUID, list[int]]]:
+    """How the outcomes are recorded: the indexes recorded one by one (jobs of a batch,
+    workflow or schedule), the other outcomes by claim token (`record_each`), and the plain
+    completions (no result) by claim token, written with one statement. A run without a
+    token is in none (its answer is None); a job listed twice
+    is recorded once (a plain completion answers for both)."""
     singles: list[int] = []
+    each: dict[UUID, list[int]] = {}
     plain: dict[UUID, list[int]] = {}
+    seen: set[int] = set()
     for index, (job, outcome) in enumerate(finished):
         if job.run_token is None:
             continue
-        if (
-            outcome.kind == "completed"
-            and outcome.result is None
-            and not job.batch_id
-            and not job.workflow_id
-            and not job.cron_schedule
-        ):
-            plain.setdefault(job.run_token, []).append(index)
-        else:
+        if not can_batch(job):
             singles.append(index)
-    return singles, plain
+            continue
+        if outcome.kind == "completed" and outcome.result is None:
+            plain.setdefault(job.run_token, []).append(index)
+        elif id(job) not in seen:
+            seen.add(id(job))
+            each.setdefault(job.run_token, []).append(index)
+    return singles, each, plain
 
 
 def _copy(job: Job) -> Job:

@@ -111,6 +111,12 @@ class Heartbeat:
         except Exception:
             logger.exception("checking for lost runs failed")
             return
+        if not lost:
+            return
+        # Only the jobs still running after the read: one whose outcome was written meanwhile
+        # reads as not Running, yet its run ended here, not elsewhere (without this, a busy
+        # worker asked finished jobs to stop and logged a line for each).
+        still = {job.id for job in self.running()}
         for job in running:
-            if job.id in lost:
+            if job.id in lost and job.id in still:
                 self.on_lost(job)

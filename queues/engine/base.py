@@ -154,6 +154,14 @@ class Store(Protocol):
     def complete_runs(self, ids: Sequence[UUID], token: UUID, now: datetime) -> dict[UUID, bool]:
         """Complete the runs (no result, lease and token cleared): {id: it has dependents}."""
 
+    def lock_runs(self, ids: Sequence[UUID], token: UUID) -> dict[UUID, bool]:
+        """Lock the runs until the transaction ends: {id: it has dependents}. The fence of
+        outcomes written with `update_each`."""
+
+    def update_each(self, rows: Mapping[UUID, Mapping[str, Any]]) -> None:
+        """Set each job's own `fields` ({id: fields}, the same names in every row) in one
+        write, unfenced: the caller holds their locks (`lock_runs`)."""
+
     def update_runs(self, ids: Sequence[UUID], token: UUID, fields: Mapping[str, Any]) -> int:
         """The fenced write: set `fields` on the runs still Running with `token`; how many."""
 

@@ -20,6 +20,7 @@ from ..sql import queries_for, statements
 from ..tags import JobTag, tag_rows
 from . import session
 from .base import ClaimParams, Group, Match
+from .each import each_row
 from .rows import RowReader
 
 #: Rows per INSERT statement of a bulk insert.
@@ -183,6 +184,16 @@ class SqlStore:
     def complete_runs(self, ids, token, now) -> dict[uuid.UUID, bool]:
         rows = self._write_runs("complete_runs", ids, token, now)
         return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}
+
+    def lock_runs(self, ids, token) -> dict[uuid.UUID, bool]:
+        rows = self._write_runs("lock_runs", ids, token, None)
+        return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}
+
+    def update_each(self, rows: Mapping[uuid.UUID, Mapping]) -> None:
+        if rows:
+            self._jobs().filter(id__in=list(rows)).update(
+                **each_row(self.connection, rows, self.uuid)
+            )
 
     def start_runs(self, ids, token, now) -> dict[uuid.UUID, tuple[bool, bool]]:
         rows = self._write_runs("start_runs", ids, token, now)

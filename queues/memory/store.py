@@ -261,6 +261,14 @@ class MemoryStore:
             completed[job.id] = bool(self.children.get(job.id))
         return completed
 
+    def lock_runs(self, ids, token) -> dict[UUID, bool]:
+        return {job.id: bool(self.children.get(job.id)) for job in self._runs(ids, token)}
+
+    def update_each(self, rows) -> None:
+        for job_id, fields in rows.items():
+            if job_id in self.jobs:
+                self._set(self.jobs[job_id], fields)
+
     def update_runs(self, ids, token, fields) -> int:
         runs = self._runs(ids, token)
         for job in runs:

@@ -92,6 +92,15 @@ SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NUL
     lease_expires_at = NULL
 WHERE id IN %(ids)s AND status = 'Running' AND run_token = %(token)s
 
+-- name: lock_runs
+-- The runs of one claim still this run's, locked until the transaction ends, and whether
+-- each has dependents: the fence of the outcomes written row by row after it (see
+-- complete_runs' locking read).
+SELECT j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
+FROM queues_job j
+WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
+FOR UPDATE
+
 -- name: start_runs
 -- The start marker of held jobs of one claim, fenced; the locking read names the runs still
 -- this run's (see complete_runs), and for each whether its queue is paused and whether its

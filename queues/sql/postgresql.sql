@@ -102,6 +102,16 @@ SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NUL
 WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running' AND j.run_token = %(token)s
 RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 
+-- name: lock_runs
+-- The runs of one claim still this run's, locked until the transaction ends, and whether
+-- each has dependents: the fence of the outcomes written row by row in one statement after
+-- it (results, retries, failures: `update_each`), which need no fence of their own while
+-- these locks hold. On the primary key only, as complete_runs.
+SELECT j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
+FROM queues_job AS j
+WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running' AND j.run_token = %(token)s
+FOR UPDATE
+
 -- name: start_runs
 -- The start marker of held jobs of one claim (the worker's slots took them): the actual
 -- start time, fenced like every write of a run, on the primary key only (see

@@ -81,19 +81,32 @@ LIMIT %(limit)s
 -- name: complete_runs
 -- Plain completions (no result, batch, workflow or schedule) of one claim, in one statement
 -- (the ids come as a JSON array). RETURNING names the rows still this run's and whether each
--- has dependents to release.
+-- has dependents to release. `+status` keeps the planner on the primary key: compared bare
+-- (and without ANALYZE's statistics, as in most databases), `status = 'Running'` picks the
+-- Running (lease) index and reads every Running row of every queue, each statement (a
+-- batch-50 worker fell from ~4,350 to ~640 jobs/s beside 20,000 Running jobs of other
+-- queues). The same in lock_runs and start_runs.
 UPDATE queues_job
 SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NULL,
     lease_expires_at = NULL
-WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND status = 'Running'
+WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND +status = 'Running'
   AND run_token = %(token)s
 RETURNING id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = queues_job.id)
+
+-- name: lock_runs
+-- The runs of one claim still this run's, and whether each has dependents: the fence of the
+-- outcomes written row by row after it. The engine's IMMEDIATE transaction holds the
+-- database's write lock, so no other writer changes them until it ends.
+SELECT id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = queues_job.id)
+FROM queues_job
+WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND +status = 'Running'
+  AND run_token = %(token)s
 
 -- name: start_runs
 -- The start marker of held jobs of one claim, fenced; RETURNING names the runs still ours,
 -- and for each whether its queue is paused and whether its fail-fast batch has failed.
 UPDATE queues_job SET started_at = %(now)s, last_heartbeat_at = %(now)s
-WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND status = 'Running'
+WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND +status = 'Running'
   AND run_token = %(token)s
 RETURNING id,
     EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = queues_job.queue_name),

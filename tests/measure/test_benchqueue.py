@@ -14,7 +14,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_benchqueue_reports_every_figure_against_the_raw_limit():
     out = StringIO()
-    call_command("benchqueue", jobs=50, json=True, stdout=out, stderr=StringIO())
+    call_command(
+        "benchqueue", jobs=50, json=True, no_runworker=True, stdout=out, stderr=StringIO()
+    )
     report = json.loads(out.getvalue())
     labels = {row["label"] for row in report["figures"]}
     assert {
@@ -40,7 +42,7 @@ def test_benchqueue_reports_every_figure_against_the_raw_limit():
 
 def test_benchqueue_table_and_bad_sizes():
     out = StringIO()
-    call_command("benchqueue", jobs=20, stdout=out, stderr=StringIO())
+    call_command("benchqueue", jobs=20, no_runworker=True, stdout=out, stderr=StringIO())
     assert "raw SQL limit, batch 100" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("benchqueue", "--jobs", "0")
@@ -48,10 +50,33 @@ def test_benchqueue_table_and_bad_sizes():
 
 def test_benchqueue_repeats_and_reports_each_median():
     out = StringIO()
-    call_command("benchqueue", jobs=10, repeat=3, json=True, stdout=out, stderr=StringIO())
+    call_command(
+        "benchqueue", jobs=10, repeat=3, json=True, no_runworker=True, stdout=out,
+        stderr=StringIO(),
+    )  # fmt: skip
     report = json.loads(out.getvalue())
     assert report["meta"]["repeat"] == 3
     assert len({row["label"] for row in report["figures"]}) == len(report["figures"])
+
+
+def test_benchqueue_runs_runworker_on_every_handler_shape(monkeypatch):
+    # The children work on this test database, as the tests' other runworker processes.
+    monkeypatch.setenv("HAMMERWEB_USE_TEST_DB", "1")
+    out = StringIO()
+    call_command("benchqueue", jobs=5, json=True, stdout=out, stderr=StringIO())
+    rows = [row for row in json.loads(out.getvalue())["figures"] if row["group"] == "runworker"]
+    assert [row["label"] for row in rows] == [
+        f"{shape}, processes {processes}"
+        for processes in (1, 2)
+        for shape in (
+            "returns None",
+            'returns {"ok": True, "n": i}',
+            "@task returning a + b",
+            "writes one row with the ORM",
+        )
+    ]
+    # Each figure checked that the child completed its 5 jobs (it raises otherwise).
+    assert all(row["jobs"] == 5 and row["jobs_per_second"] > 0 for row in rows)
 
 
 def test_medians_pick_the_middle_run_of_each_measurement():

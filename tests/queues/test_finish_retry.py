@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import OperationalError
 
-import queues.effects
+import queues.signals
 from queues.api import Job, JobOutcome, JobQueue, JobStatus
 from tests.conftest import unique_queue
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def fail_once(monkeypatch):
     """The first outcome's transaction fails after all its writes, as at its commit."""
-    real = queues.effects.record
+    real = queues.signals.run_ended
     calls = []
 
     def flaky(*args, **kwargs):
@@ -26,7 +26,7 @@ def fail_once(monkeypatch):
             raise OperationalError("server closed the connection unexpectedly")
         return recorded
 
-    monkeypatch.setattr(queues.effects, "record", flaky)
+    monkeypatch.setattr(queues.signals, "run_ended", flaky)
     return calls
 
 
@@ -37,7 +37,7 @@ def test_a_failed_finish_can_be_written_again(fail_once, many):
     job_id = queue.enqueue(Job(queue_name=name))
     (job,) = queue.dequeue(name)
     token = job.run_token
-    # A result makes it more than a plain completion, so it goes through effects.record.
+    # A result makes it more than a plain completion (batched with `record_each`).
     outcome = JobOutcome.completed({"ok": True})
 
     def finish():

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from hammerweb.measure.benchmark import pickup, runs
+from hammerweb.measure.benchmark import pickup, runs, runworker
 from hammerweb.measure.benchmark.pickup import report_pickup
 from queues import signals
 from queues.api import JobQueue
@@ -53,6 +53,11 @@ class Command(BaseCommand):
             "--pickup-only", action="store_true", help="measure only the pickup latency"
         )
         parser.add_argument(
+            "--no-runworker",
+            action="store_true",
+            help="leave out the figures of runworker in child processes",
+        )
+        parser.add_argument(
             "--repeat",
             type=positive,
             default=1,
@@ -70,14 +75,14 @@ class Command(BaseCommand):
             raise CommandError("--pickup must be at least 1 with --pickup-only (0: not measured)")
         try:
             if not options.get("pickup_only"):
-                self._measure(jobs, json, repeat)
+                self._measure(jobs, json, repeat, not options.get("no_runworker"))
             if pickup_jobs:
                 report_pickup(self, pickup.measure(pickup_jobs), json)
         finally:
             for signal in signals.ALL:
                 signal.disconnect(dispatch_uid="benchqueue")
 
-    def _measure(self, jobs: int, json: bool, repeat: int) -> None:
+    def _measure(self, jobs: int, json: bool, repeat: int, children: bool = True) -> None:
         if settings.DEBUG:
             self.stderr.write(
                 "DEBUG is on: Django records every query, which slows each figure; "
@@ -102,6 +107,8 @@ class Command(BaseCommand):
             ],
             ("enqueue", lambda: runs.enqueue_rates(queue, jobs)),
         ]
+        if children:
+            steps.append(("runworker", lambda: runworker.runworker_rates(queue, jobs)))
         # Rounds in turn (not each measurement N times in a row), so that a passing load on
         # the machine spreads over every measurement instead of spoiling one.
         rounds: list[list[runs.Figure]] = []

@@ -34,5 +34,11 @@ class Command(measureoverview.Command):
             f"{repeat} scrapes after one warm-up"
             + (f", as of {now:%Y-%m-%d %H:%M:%S}" if now else "")
         )
-        measure(self.stdout, "scrape", lambda: generate_latest(registry), repeat, budget_ms,
-                options["verbosity"])
+        measure(
+            self.stdout,
+            "scrape",
+            lambda: generate_latest(registry),
+            repeat,
+            budget_ms,
+            options["verbosity"],
+        )

@@ -58,8 +58,14 @@ class Command(BaseCommand):
             f"{repeat} reads after one warm-up"
             + (f", as of {now:%Y-%m-%d %H:%M:%S}" if now else "")
         )
-        measure(self.stdout, "overview", lambda: stats.overview(now), repeat, budget_ms,
-                options["verbosity"])
+        measure(
+            self.stdout,
+            "overview",
+            lambda: stats.overview(now),
+            repeat,
+            budget_ms,
+            options["verbosity"],
+        )
 
 
 def measure(stdout, label: str, read, repeat: int, budget_ms: float, verbosity: int) -> None:

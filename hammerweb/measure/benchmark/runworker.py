@@ -1,0 +1,79 @@
+"""`benchqueue`'s figures of what users run: `manage.py runworker` in a child process,
+start-up included, on the four handler shapes of `shapes` (None, a dict, a django.tasks
+`@task`, an ORM write), with one and two worker processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from django.conf import settings
+from django.db import connections
+
+from queues.api import Job, JobQueue
+from queues.task_jobs import task_payload
+
+from ..models import BenchNote
+from . import shapes
+from .runs import Figure
+
+#: As the issue measured it: batch 50, concurrency 10, a short poll, exit when empty.
+OPTIONS = ["--burst", "--batch-size", "50", "--concurrency", "10", "--poll-interval", "0.05"]
+PROCESSES = (1, 2)
+
+
+def runworker_rates(queue: JobQueue, count: int) -> list[Figure]:
+    return [
+        runworker_rate(queue, count, label, name, processes)
+        for processes in PROCESSES
+        for label, name in shapes.SHAPES
+    ]
+
+
+def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes: int) -> Figure:
+    _clear(queue, name)
+    try:
+        queue.enqueue_many(_jobs(name, count))
+        seconds = _run(queue.using, name, processes)
+        completed = queue.get_job_counts_by_status(name)["Completed"]
+        if completed != count:
+            raise RuntimeError(f"runworker completed {completed} of {count} jobs of {name}")
+    finally:
+        _clear(queue, name)
+    return Figure("runworker", f"{label}, processes {processes}", count, seconds)
+
+
+def _jobs(name: str, count: int):
+    if name == shapes.TASK:
+        return (Job(queue_name=name, payload=task_payload(shapes.add, [i, 1], {}))
+                for i in range(count))  # fmt: skip
+    return (Job(queue_name=name, payload={"i": i}) for i in range(count))
+
+
+def _run(using: str, name: str, processes: int) -> float:
+    """Seconds from starting `runworker` to its exit (it exits once the queue is empty)."""
+    command = [
+        sys.executable, str(settings.BASE_DIR / "manage.py"), "runworker", name, *OPTIONS,
+        "--processes", str(processes), "--database", using,
+        "--include", shapes.__name__,
+    ]  # fmt: skip
+    env = {**os.environ, "DJANGO_DEBUG": "0", "HAMMERWEB_MEASURE": "1"}
+    with tempfile.TemporaryFile() as output:
+        began = time.perf_counter()
+        code = subprocess.call(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+        seconds = time.perf_counter() - began
+        if code:
+            output.seek(0)
+            tail = output.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"runworker exited with {code}:\n{tail}")
+    return seconds
+
+
+def _clear(queue: JobQueue, name: str) -> None:
+    """The queue's jobs and the ORM handler's rows gone: every figure starts clean."""
+    with connections[queue.using].cursor() as cursor:
+        cursor.execute("DELETE FROM queues_job WHERE queue_name = %s", [name])
+    BenchNote.objects.using(queue.using).all().delete()

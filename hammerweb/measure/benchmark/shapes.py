@@ -1,0 +1,40 @@
+"""The handlers of `benchqueue`'s runworker figures, one queue each: what users run.
+`runworker ... --include hammerweb.measure.benchmark.shapes` registers them."""
+
+from __future__ import annotations
+
+from django.tasks import task
+
+from workers.api import job_handler
+
+from ..models import BenchNote
+
+NONE, DICT, TASK, ORM = "bench_rw_none", "bench_rw_dict", "bench_rw_task", "bench_rw_orm"
+#: Every shape, in the order of the report: (label, queue).
+SHAPES = [
+    ("returns None", NONE),
+    ('returns {"ok": True, "n": i}', DICT),
+    ("@task returning a + b", TASK),
+    ("writes one row with the ORM", ORM),
+]
+
+
+@job_handler(NONE)
+def returns_none(job):
+    return None
+
+
+@job_handler(DICT)
+def returns_dict(job):
+    return {"ok": True, "n": job.payload["i"]}
+
+
+@task(queue_name=TASK)
+def add(a, b):
+    return a + b
+
+
+@job_handler(ORM)
+def writes_a_row(job):
+    note = BenchNote.objects.create(job_id=job.id, n=job.payload["i"])
+    return {"note": note.pk}
