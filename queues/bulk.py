@@ -106,7 +106,12 @@ class BulkRunner:
 
     def _claim(self) -> BulkOperation | None:
         now = timezone.now()
-        free = Q(status=Status.PENDING) | Q(status=Status.RUNNING, lease_expires_at__lt=now)
+        running = Q(status=Status.RUNNING)
+        free = (
+            Q(status=Status.PENDING)
+            | running & Q(lease_expires_at__lt=now)
+            | running & Q(claimed_by=self.ran_by)  # its own, from its last pass
+        )
         every = BulkOperation.objects.using(self.queue.using)
         for pk in every.filter(free).order_by("created_at", "id").values_list("pk", flat=True)[:3]:
             taken = every.filter(free, pk=pk).update(
@@ -118,6 +123,9 @@ class BulkRunner:
         return None
 
     def _work(self, op: BulkOperation) -> None:
+        if op.cancel_requested:
+            self._finish(op, Status.CANCELLED)
+            return
         flt = SearchFilter.from_json(op.filter)
         rows = flt.rows(self.queue.using)
         if op.cursor:
