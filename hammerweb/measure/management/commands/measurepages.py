@@ -148,9 +148,9 @@ def _jobs_pages(biggest: str, job) -> list:
         ("created in the last hour", {"created_from": hour_ago}),
         ("finished in the last hour", {"finished_from": hour_ago}),
     ]
-    pages = [(f"jobs, {label}", f"{url}?{urlencode(query)}", {}) for label, query in filters]
+    pages = [(f"jobs page, {label}", f"{url}?{urlencode(query)}", {}) for label, query in filters]
     cursor = search_jobs(SearchFilter()).next_cursor
-    pages.append(("jobs, page 2", f"{url}?{urlencode({'after': cursor})}", {}))
+    pages.append(("jobs page, page 2", f"{url}?{urlencode({'after': cursor})}", {}))
     confirm, htmx = reverse("dashboard:bulk-confirm"), {"HX-Request": "true"}
     for label, query in (("status Dead", {"status": "Dead"}), ("tag vip", {"tag": "vip"}),
                          (f"queue {biggest}, status Failed", filters[3][1]),
