@@ -55,6 +55,12 @@ def _verb(request) -> str:
     return verb if verb in JOB_ACTIONS else ""
 
 
+def _asked(request):
+    """The action and the filter a bulk form asks for, and a notice if either is wrong."""
+    verb, flt = _verb(request), _filter(request)
+    return verb, flt, _refusal(request, verb, flt)
+
+
 def _refusal(request, verb: str, flt: SearchFilter):
     if not verb:
         return notice(request, "Choose retry, cancel or delete.", messages.ERROR)
@@ -66,8 +72,7 @@ def _refusal(request, verb: str, flt: SearchFilter):
 @action()
 def confirm(request, queue):
     """Step one: how many jobs the filter matches now, and a button to go ahead."""
-    verb, flt = _verb(request), _filter(request)
-    refused = _refusal(request, verb, flt)
+    verb, flt, refused = _asked(request)
     if refused is not None:
         return refused
     fields = {**flt.query(), "fixed_queue": request.POST.get("fixed_queue", "")}
@@ -80,8 +85,7 @@ def confirm(request, queue):
 @action()
 def start(request, queue):
     """Step two: the operation is written, a runworker carries it out; its progress in place."""
-    verb, flt = _verb(request), _filter(request)
-    refused = _refusal(request, verb, flt)
+    verb, flt, refused = _asked(request)
     if refused is not None:
         return refused
     op = bulk.start(flt, verb, request.user.get_username())
