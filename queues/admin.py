@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import admin_limits, deletion, transitions
+from . import admin_bulk, admin_limits, deletion, transitions
 from .admin_base import EngineDeletes, GuardedAdmin, QueueNameForm
 from .admin_tags import CappedPaginator, QueueFilter, TagFilter, TaggedChangeList
 from .exceptions import QueueError
@@ -30,7 +30,7 @@ from .templatetags.dashboard import pretty_json
 from .timeline import Timeline
 
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
-__all__ = ["admin_limits"]  # registers the queue limits' admin
+__all__ = ["admin_bulk", "admin_limits"]  # registers the limits' and bulk operations' admins
 
 
 def _each(modeladmin, request, rows, verb: str, call, *args, **kwargs) -> None:

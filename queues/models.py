@@ -227,7 +227,8 @@ class Job(models.Model):
             models.Index(fields=["queue_name", "status", "created_at"], name="job_queue_status"),
             models.Index(fields=["status", "completed_at"], name="job_status_completed"),
             # The admin's job list, newest first (its default order, with Django's -pk): a
-            # page of it without a filter sorted all the jobs (3.1 s on a million).
+            # page of it without a filter sorted all the jobs (3.1 s on a million); and the
+            # all-queues jobs page, newest first by created time (queues/search.py).
             models.Index(fields=["created_at", "id"], name="job_created"),
             PortableIndex(
                 fields=["recurring", "next_run_at"],
@@ -530,3 +531,62 @@ class WorkerProcess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname}:{self.pid}"
+
+
+class BulkOperation(models.Model):
+    """An operator's "retry / cancel / delete all N matching": the filter (as the page had
+    it), who asked, and how far it got. A `runworker`'s maintenance thread carries it out a
+    page of ids per transaction (`queues.bulk`), so a million jobs never hold a request or a
+    lock for long; the page polls this row for its progress."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        COMPLETED = "completed"
+        CANCELLED = "cancelled"
+        FAILED = "failed"
+
+    ACTIONS = [("retry", "retry"), ("cancel", "cancel"), ("delete", "delete")]
+
+    action = models.CharField(max_length=16, choices=ACTIONS)
+    filter = models.JSONField(default=dict)
+    description = models.TextField(blank=True, default="")
+    created_by = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    total = models.PositiveBigIntegerField(default=0)  # matching when it was confirmed
+    done = models.PositiveBigIntegerField(default=0)
+    skipped = models.PositiveBigIntegerField(default=0)  # no longer matching, or refused
+    gone = models.PositiveBigIntegerField(default=0)  # deleted meanwhile
+    cursor = models.CharField(max_length=64, blank=True, default="")  # the last id acted on
+    cancel_requested = models.BooleanField(default=False)
+    claimed_by = models.CharField(max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "created_at"], name="bulk_status_created")]
+
+    def __str__(self) -> str:
+        return f"bulk {self.action} #{self.pk} by {self.created_by} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.COMPLETED, self.Status.CANCELLED, self.Status.FAILED)
+
+    @property
+    def done_word(self) -> str:
+        return {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}[self.action]
+
+    @property
+    def processed(self) -> int:
+        return self.done + self.skipped + self.gone
+
+    @property
+    def percent(self) -> int:
+        if self.finished and self.status == self.Status.COMPLETED:
+            return 100
+        return min(100, (100 * self.processed) // self.total) if self.total else 0

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .views import actions, groups, operations, pages
+from .views import actions, bulk, groups, operations, pages
 
 app_name = "dashboard"
 
 urlpatterns = [
     path("", pages.overview, name="overview"),
     path("queues/<path:name>/", pages.queue_detail, name="queue"),
+    path("jobs/", bulk.jobs, name="jobs"),
     path("jobs/<uuid:job_id>/", pages.job_detail, name="job"),
     path("reaper/", operations.reaper, name="reaper"),
     path("batches/", groups.batches, name="batches"),
@@ -23,6 +24,10 @@ urlpatterns = [
     path("actions/limit/", actions.limit, name="limit"),
     path("actions/bulk/", actions.bulk, name="bulk"),
     path("actions/reaper/", actions.run_reaper, name="run-reaper"),
+    path("bulk/confirm/", bulk.confirm, name="bulk-confirm"),
+    path("bulk/start/", bulk.start, name="bulk-start"),
+    path("bulk/<int:op_id>/", bulk.operation, name="bulk-operation"),
+    path("bulk/<int:op_id>/cancel/", bulk.cancel, name="bulk-cancel"),
     path("jobs/<uuid:job_id>/retry/", actions.job_retry, name="job-retry"),
     path("jobs/<uuid:job_id>/cancel/", actions.job_cancel, name="job-cancel"),
     path("jobs/<uuid:job_id>/delete/", actions.job_delete, name="job-delete"),

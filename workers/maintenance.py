@@ -1,5 +1,6 @@
 """The maintenance thread of a worker process: the reaper and the pruner, each on its own
-interval, with database faults retried like the workers' own calls."""
+interval, with database faults retried like the workers' own calls, and the dashboard's
+bulk operations (`queues.bulk.BulkRunner`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 
 from django.db import connection
 
+from queues.bulk import BulkRunner
 from queues.maintenance import Pruner, Reaper
 
 from . import metrics
@@ -18,14 +20,18 @@ logger = logging.getLogger("workers")
 
 
 class MaintenanceLoop:
-    def __init__(self, reaper: Reaper | None, pruner: Pruner | None) -> None:
-        self.services = [s for s in (reaper, pruner) if s is not None]
+    def __init__(
+        self, reaper: Reaper | None, pruner: Pruner | None, bulk: BulkRunner | None = None
+    ) -> None:
+        self.startup = [s for s in (reaper, pruner) if s is not None]
+        # The dashboard's bulk operations wait for the loop, not the workers' start.
+        self.services = [*self.startup, *([bulk] if bulk is not None else [])]
 
     def run_all_once(self, stop: threading.Event) -> None:
         """One pass of each service, before the workers start: a restarted worker process
         takes back its predecessor's expired jobs before it claims anything."""
         try:
-            for service in self.services:
+            for service in self.startup:
                 self._run_once(service, stop)
         except GaveUp:
             pass

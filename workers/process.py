@@ -17,6 +17,7 @@ from django.db import connection
 from django.utils import timezone
 
 from queues.api import JobQueue
+from queues.bulk import BulkRunner
 from queues.maintenance import Pruner, Reaper
 from queues.models import WorkerProcess
 
@@ -43,6 +44,7 @@ class ProcessSettings:
     grace_period: timedelta = timedelta(seconds=30)
     reaper: Reaper | None = None
     pruner: Pruner | None = None
+    bulk: BulkRunner | None = None
     using: str = "default"
     heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL
     progress_interval: timedelta = DEFAULT_PROGRESS_INTERVAL
@@ -103,7 +105,7 @@ class WorkerProcessRuntime:
             for worker in self.workers
         ]
         maintenance_stop = threading.Event()
-        loop = MaintenanceLoop(self.settings.reaper, self.settings.pruner)
+        loop = MaintenanceLoop(self.settings.reaper, self.settings.pruner, self.settings.bulk)
         loop.run_all_once(stop)
         if loop.services:
             threads.append(

@@ -13,20 +13,13 @@ from collections import Counter
 
 from django.core.management.base import CommandError
 
-from .. import transitions
-from ..exceptions import InvalidJobTransition, JobNotFound
+from .. import acting, transitions
 from ..models import Job
 from ..purging import BATCH_SIZE, pages
 from . import output, parsing
 from .selection import Selection
 
-#: What each action is called, the rule it is checked by, and the engine's call per job
-#: (None: `delete_jobs`, by the page).
-ACTIONS = {
-    "retry": ("retried", transitions.RETRY, lambda queue: queue.retry_job),
-    "cancel": ("cancelled", transitions.CANCEL, lambda queue: queue.cancel_job),
-    "delete": ("deleted", transitions.DELETE, None),
-}
+ACTIONS = {name: (word, rule) for name, (word, rule, _) in acting.ACTIONS.items()}
 
 
 def confirm(command, options, question: str) -> None:
@@ -57,7 +50,7 @@ def act(command, queue, options) -> None:
 
 
 def _by_ids(command, queue, options, name, ids) -> None:
-    done_word, rule, _ = ACTIONS[name]
+    done_word, rule = ACTIONS[name]
     found = Job.objects.using(queue.using).in_bulk(ids)
     missing = [str(job_id) for job_id in ids if job_id not in found]
     if missing:
@@ -70,12 +63,12 @@ def _by_ids(command, queue, options, name, ids) -> None:
         return
     tally: Counter = Counter()
     for start in range(0, len(ids), BATCH_SIZE):
-        tally += _apply(command, queue, name, ids[start : start + BATCH_SIZE], None)
+        tally += acting.act_on_page(queue, name, ids[start : start + BATCH_SIZE])
     _report(command, name, tally)
 
 
 def _by_filter(command, queue, options, name, selection: Selection) -> None:
-    done_word, rule, _ = ACTIONS[name]
+    done_word, rule = ACTIONS[name]
     now = queue.now()
     rows = selection.jobs(queue.using, now)
     count = rows.count()
@@ -102,57 +95,16 @@ def _by_filter(command, queue, options, name, selection: Selection) -> None:
     tally = Counter()
     progress = output.Progress(command.stderr, name)
     for ids in pages(rows):
-        # Asked again under the lock (delete) or by the engine's checks (retry, cancel): a
-        # job that changed since it was read is acted on only if it still matches.
-        tally += _apply(command, queue, name, ids, lambda job: selection.matches(job, now))
-        progress.note(_summary(name, tally))
-    progress.done(_summary(name, tally))
+        # Asked again of the locked rows: a job that changed since it was read is acted on
+        # only if it still matches.
+        tally += acting.act_on_page(queue, name, ids, lambda job: selection.matches(job, now))
+        progress.note(acting.summary(name, tally))
+    progress.done(acting.summary(name, tally))
     _report(command, name, tally)
 
 
-def _apply(command, queue, name, ids, where) -> Counter:
-    """The engine's action on one page of ids: {"done": n, "skipped": n, "gone": n}."""
-    _, _, call = ACTIONS[name]
-    tally: Counter = Counter()
-    if call is None:
-        result = queue.delete_jobs(ids, where=where)
-        tally.update(
-            done=len(result.deleted),
-            skipped=len(result.refused) + len(result.kept),
-            gone=result.missing,
-        )
-        return tally
-    for job_id in ids:
-        job = queue.get_job(job_id)
-        if job is None:
-            tally["gone"] += 1
-            continue
-        if where is not None and not where(job):
-            tally["skipped"] += 1
-            continue
-        try:
-            call(queue)(job_id)
-        except JobNotFound:
-            tally["gone"] += 1
-        except InvalidJobTransition:
-            tally["skipped"] += 1
-        else:
-            tally["done"] += 1
-    return tally
-
-
-def _summary(name: str, tally: Counter) -> str:
-    done_word = ACTIONS[name][0]
-    text = f"{done_word} {tally['done']:,} jobs"
-    if tally["skipped"]:
-        text += f", skipped {tally['skipped']:,} (changed meanwhile, or the action does not apply)"
-    if tally["gone"]:
-        text += f", {tally['gone']:,} gone meanwhile"
-    return text
-
-
 def _report(command, name: str, tally: Counter) -> None:
-    command.stdout.write(_summary(name, tally))
+    command.stdout.write(acting.summary(name, tally))
 
 
 def pause(command, queue, options) -> None:

@@ -16,9 +16,12 @@ from ..models import Job, JobDependency, QueuePause
 from ..queue import JobQueue
 from ..timeline import Timeline
 from ..validation import validate_queue_name
+from . import bulk
 from .access import page
 
 DEPENDENCY_LIMIT = 50
+#: The queue page's filters, which its "all matching" form carries over.
+QUEUE_FILTERS = ("status", "priority", "tag", "q")
 
 
 @page(live=("overview-live",))
@@ -51,6 +54,8 @@ def queue_detail(request, name: str):
         "page": jobs,
         "statuses": JobStatus.values,
         "priorities": PRIORITY_CHOICES,
+        "bulk_actions": bulk.can_bulk(request.user),
+        "bulk_query": {k: v for k, v in request.GET.items() if k in QUEUE_FILTERS},
         "can_bulk": request.user.has_perm("queues.change_job")
         or request.user.has_perm("queues.delete_job"),
         "now": timezone.now(),

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from queues.api import JobQueue, QueueError
+from queues.bulk import BulkRunner
 from queues.cli.parsing import queue_name_argument
 from queues.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
 
@@ -212,6 +213,7 @@ class Command(BaseCommand):
             grace_period=options["grace_period"],
             reaper=reaper,
             pruner=pruner,
+            bulk=BulkRunner(queue, ran_by=f"runworker:{_me()}"),
             using=options["database"],
             process_id=assigned_process_id(),
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
@@ -19,10 +20,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from queues.enums import JobStatus
 from queues.listing import JobFilter, list_jobs
 from queues.models import Batch, Job, Workflow
+from queues.search import SearchFilter
+from queues.search_page import search_jobs
 
 MEASURER = "pagemeasurer"
 
@@ -46,7 +50,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{'page':<52} {'median ms':>10} {'max ms':>8} {'cpu ms':>8} {'sql ms':>8}"
         )
-        for label, url, headers in _pages():
+        for label, url, headers, *form in _pages():
             if only not in label:
                 continue
             times, cpu, sql = [], [], []
@@ -54,7 +58,10 @@ class Command(BaseCommand):
                 queries = _QueryTime()
                 start, start_cpu = time.perf_counter(), time.process_time()
                 with connection.execute_wrapper(queries):
-                    response = client.get(url, headers=headers)
+                    if form:  # a POST that only reads (the count of a bulk confirmation)
+                        response = client.post(url, form[0], headers=headers)
+                    else:
+                        response = client.get(url, headers=headers)
                 elapsed = (time.perf_counter() - start) * 1000
                 if response.status_code != 200:
                     raise CommandError(f"{url} answered {response.status_code}")
@@ -130,6 +137,36 @@ def _history_pages(biggest: str) -> list:
     return [*pages, (f"history 7d, queue {biggest}", f"{url}?{one}", {})]
 
 
+def _jobs_pages(biggest: str, job) -> list:
+    """The all-queues jobs page (`queues.search_page`) with each filter, its page 2, and
+    the counts of "all matching" confirmations."""
+    url = reverse("dashboard:jobs")
+    hour_ago = (timezone.now() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+    filters = [
+        ("no filter", {}),
+        ("by id", {"id": str(job)}),
+        ("status Dead", {"status": "Dead"}),
+        (f"queue {biggest}, status Failed", {"queue": biggest, "status": "Failed"}),
+        ("priority Critical", {"priority": "4"}),
+        ("tag eu (half)", {"tag": "eu"}),
+        ("tag vip (1 in 200)", {"tag": "vip"}),
+        ("tag vip, status Dead", {"tag": "vip", "status": "Dead"}),
+        ("payload text", {"q": "user4242@"}),
+        ("error text", {"error": "HTTP 503"}),
+        ("created in the last hour", {"created_from": hour_ago}),
+        ("finished in the last hour", {"finished_from": hour_ago}),
+    ]
+    pages = [(f"jobs page, {label}", f"{url}?{urlencode(query)}", {}) for label, query in filters]
+    cursor = search_jobs(SearchFilter()).next_cursor
+    pages.append(("jobs page, page 2", f"{url}?{urlencode({'after': cursor})}", {}))
+    confirm, htmx = reverse("dashboard:bulk-confirm"), {"HX-Request": "true"}
+    for label, query in (("status Dead", {"status": "Dead"}), ("tag vip", {"tag": "vip"}),
+                         (f"queue {biggest}, status Failed", filters[3][1]),
+                         ("error text", {"error": "HTTP 503"})):  # fmt: skip
+        pages.append((f"bulk count, {label}", confirm, htmx, {"action": "retry", **query}))
+    return pages
+
+
 def _pages():
     poll = {"HX-Request": "true"}
     biggest = (
@@ -165,6 +202,7 @@ def _pages():
     if cursor:
         pages.insert(5, (f"queue {biggest}, page 2", f"{queue}?{urlencode({'after': cursor})}", {}))
     pages += _tag_pages(biggest, queue, job)
+    pages += _jobs_pages(biggest, job)
     batch = Batch.objects.values_list("id", flat=True).first()
     if batch:
         pages.append(("batch", reverse("dashboard:batch", args=[batch]), {}))
