@@ -95,7 +95,7 @@ def test_queue_page_filters_and_bulk_retries(sample, page, live_server):
     expect(rows).to_have_count(dead)
     for box in page.locator("#queue-jobs input.pick").all()[:2]:
         box.check()
-    page.get_by_role("button", name="Retry").click()
+    page.get_by_role("button", name="Retry", exact=True).click()
     expect(page.locator("#flash")).to_contain_text("2 of 2 jobs queued again")
     expect(rows).to_have_count(dead - 2)
 
