@@ -11,7 +11,9 @@ the worker process, each answering every GET path the same way.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,7 +49,7 @@ class ProbeServer:
         self.what = what
         handler = type("Handler", (_Handler,), {"answer": staticmethod(answer)})
         # Raises OSError (the port is taken) here, before the worker starts.
-        self.server = ThreadingHTTPServer(where, handler)
+        self.server = _server_class(where[0])(where, handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(
             target=self.server.serve_forever, name=f"{what}-server", daemon=True
@@ -62,6 +64,34 @@ class ProbeServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+class _DualStackServer(_IPv6Server):
+    """Every interface, IPv4 and IPv6 on one socket (an IPv6-only cluster's probes reach
+    it as well as an IPv4 one's), as `python -m http.server` does."""
+
+    def server_bind(self):
+        # Some systems default IPV6_V6ONLY to 1 (the BSDs, Linux with bindv6only set).
+        with contextlib.suppress(OSError, AttributeError):
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+def _server_class(host: str) -> type[ThreadingHTTPServer]:
+    """The server for `host`: its address family, as the resolver gives it first (a name
+    such as localhost may be either); no host means every interface of both families where
+    the machine has IPv6, else of IPv4."""
+    if not host:
+        return _DualStackServer if socket.has_dualstack_ipv6() else ThreadingHTTPServer
+    try:
+        family = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror:
+        return ThreadingHTTPServer  # binding it raises the OSError the caller reports
+    return _IPv6Server if family == socket.AF_INET6 else ThreadingHTTPServer
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -18,9 +18,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def get(port: int, path: str = "/", token: str | None = None) -> tuple[int, str]:
-    """(status, body) of a GET; no exception for a 4xx or 5xx."""
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+def get(
+    port: int, path: str = "/", token: str | None = None, host: str = "127.0.0.1"
+) -> tuple[int, str]:
+    """(status, body) of a GET of `host` (an IPv6 address in brackets); no exception for a
+    4xx or 5xx."""
+    request = urllib.request.Request(f"http://{host}:{port}{path}")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
@@ -30,13 +33,13 @@ def get(port: int, path: str = "/", token: str | None = None) -> tuple[int, str]
         return exc.code, exc.read().decode()
 
 
-def wait_for(port: int, status: int, timeout: float = 60, run=None) -> str:
+def wait_for(port: int, status: int, timeout: float = 60, run=None, host: str = "127.0.0.1") -> str:
     """The body once a GET of `port` answers `status` (the server may not be up yet)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
         try:
-            last = get(port)
+            last = get(port, host=host)
         except OSError as exc:  # not listening yet
             last = (None, str(exc))
         if last[0] == status:

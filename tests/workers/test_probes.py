@@ -195,6 +195,29 @@ def test_each_child_serves_its_own_ports(runworker):
     assert children == set(WorkerProcess.objects.values_list("pid", flat=True))
 
 
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+def test_ports_on_ipv6_and_on_every_interface_of_both_families(runworker):
+    metrics, health = free_port(), free_port()
+    run = runworker("--metrics-port", str(metrics), "--health-port", f"[::1]:{health}")
+    assert wait_for(health, 200, run=run, host="[::1]") == "ok\n"
+    with pytest.raises(OSError):  # bound to ::1 only
+        get(health)
+    # No host: one dual-stack socket, reached over IPv4 and IPv6.
+    for host in ("127.0.0.1", "[::1]"):
+        parsed = samples(wait_for(metrics, 200, run=run, host=host))
+        assert value(parsed, "hammerweb_worker_jobs_held", queue=PROBE_QUEUE) == 0
+    assert f"serving health on ::1:{health}" in run.text()
+
+
 def test_a_taken_port_is_a_clear_error_before_any_work(runworker):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
