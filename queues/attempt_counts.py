@@ -20,6 +20,12 @@ is written in the same transaction as the status, so counting it is as exact.
 
 The history (`queues.rollup`) reads these rows; the pruner (`queues.maintenance`) deletes
 the minutes older than `queues.completions.KEPT`, as it does the completions'.
+
+On SQLite the trigger is off while migrations run (`off_while_migrating`): SQLite alters a
+table by rebuilding it, and refuses to rename the rebuilt jobs table into place while a
+trigger of another table names it ("error in trigger queues_failedattempt_count: no such
+table"), so any later migration that altered `Job` would fail. Writers are stopped during
+a migration, so nothing goes uncounted.
 """
 
 from __future__ import annotations
@@ -49,6 +55,25 @@ def recount(since: datetime, using: str = "default") -> None:
     twice. The history of deleted jobs is gone and is not counted."""
     with transaction.atomic(using=using):
         _recount(connections[using], since)
+
+
+def off_while_migrating(sender, using: str = "default", **kwargs) -> None:
+    """pre_migrate: on SQLite, take the trigger off (see the module's docstring)."""
+    connection = connections[using]
+    if connection.vendor == "sqlite":
+        run(connection, "drop_attempt_counts")
+
+
+def back_after_migrating(sender, using: str = "default", **kwargs) -> None:
+    """post_migrate: on SQLite, put the trigger back if its tables are there (not after a
+    migration back to before 0017)."""
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        return
+    tables = set(connection.introspection.table_names())
+    if {"queues_attemptcount", "queues_failedattempt", "queues_job"} <= tables:
+        run(connection, "drop_attempt_counts")
+        run(connection, "install_attempt_counts")
 
 
 def _recount(connection, since: datetime) -> None:

@@ -195,3 +195,45 @@ def test_the_pruner_deletes_the_minutes_older_than_a_day_after_rolling_them_up()
     assert AttemptCount.objects.filter(queue_name=name).count() == 1
     week = trends.history(trends.WINDOWS["7d"], clock.now(), [name])[0]
     assert week.totals == [0, 2, 0], "the pruned minute's hour is rolled up"
+
+
+REMAKE = """
+import django
+django.setup()
+from django.core.management import call_command
+from django.core.management.sql import emit_post_migrate_signal, emit_pre_migrate_signal
+from django.db import connection, models
+call_command("migrate", verbosity=0)
+from queues.models import AttemptCount, FailedAttempt, Job
+# What a later migration that alters the jobs table does on SQLite: rebuild it.
+emit_pre_migrate_signal(0, False, "default")
+field = models.CharField(max_length=300)
+field.set_attributes_from_name("queue_name")
+with connection.schema_editor() as editor:
+    editor.alter_field(Job, Job._meta.get_field("queue_name"), field)
+emit_post_migrate_signal(0, False, "default")
+job = Job.objects.create(queue_name="after-rebuild", status="Dead")
+FailedAttempt.objects.create(job=job, attempt=1, failed_at=job.created_at, ended_by="error",
+                             status="Dead")
+print(AttemptCount.objects.get(queue_name="after-rebuild").n)
+"""
+
+
+def test_a_later_migration_that_rebuilds_the_jobs_table_on_sqlite_keeps_the_trigger(tmp_path):
+    """SQLite refuses to rename a rebuilt queues_job while another table's trigger names
+    it: the trigger is off during migrations and back after them."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'rebuild.sqlite3'}",
+        "DJANGO_SETTINGS_MODULE": "hammerweb.settings",
+    }
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run(
+        [sys.executable, "-c", REMAKE], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "1"
