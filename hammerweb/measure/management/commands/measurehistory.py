@@ -21,14 +21,14 @@ from unittest import mock
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Sum
 from django.db.models.functions import Trunc
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from queues import rollup, trends
 from queues.enums import FAILURE_STATUSES, JobStatus
-from queues.models import FailedAttempt, Job
+from queues.models import AttemptCount, FailedAttempt, Job
 
 from .filljobs import ERRORS, _RowWriter
 
@@ -107,18 +107,22 @@ class Command(BaseCommand):
         first = hour_end - timedelta(hours=1)
         split = rollup.rolled_until() or first
         day_end = rollup.hour_of(now) + rollup.HOUR
-        from queues.models import AttemptCount
-
         cases = [
             ("1h before (FailedAttempt, by minute)", failed_attempts(first, hour_end, "minute")),
             (
                 "1h after (AttemptCount, by minute)",
-                AttemptCount.objects.filter(minute__gte=first, minute__lt=hour_end)
+                AttemptCount.objects.filter(
+                    minute__gte=first, minute__lt=hour_end, status__in=rollup.COUNTED_STATUSES
+                )
                 .annotate(bucket=Trunc("minute", "minute", tzinfo=UTC))
                 .order_by()
-                .values_list("queue_name", "bucket", "status"),
+                .values_list("queue_name", "bucket", "status")
+                .annotate(n=Sum("n")),
             ),
-            ("24h before (FailedAttempt, hours not rolled)", failed_attempts(split, day_end, "hour")),
+            (
+                "24h before (FailedAttempt, the hour not rolled)",
+                failed_attempts(split, day_end, "hour"),
+            ),
         ]
         analyze = {"analyze": True}
         for title, query in cases:
