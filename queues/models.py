@@ -434,8 +434,8 @@ class AttemptCount(models.Model):
 
 class HourlyCount(models.Model):
     """One queue's completions, failures and retries in one hour (UTC), summed from the
-    per-minute counts and the error history by `queues.rollup.roll_up`. Kept as long as the jobs are
-    (the pruner's `older_than`)."""
+    per-minute counters (`CompletionCount`, `AttemptCount`) by `queues.rollup.roll_up`.
+    Kept as long as the jobs are (the pruner's `older_than`)."""
 
     queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
     hour = models.DateTimeField()
