@@ -17,7 +17,15 @@ from django.db.models import Q
 from . import completions, rollup
 from .engine.base import Match
 from .enums import AttemptEnd, JobStatus
-from .models import CompletionCount, FailedAttempt, HourlyCount, Job, ReaperRun, WorkerProcess
+from .models import (
+    AttemptCount,
+    CompletionCount,
+    FailedAttempt,
+    HourlyCount,
+    Job,
+    ReaperRun,
+    WorkerProcess,
+)
 from .outcomes import StaleJobRecovery, reaper_outcome
 from .stats import SPARK_MINUTES
 
@@ -87,6 +95,9 @@ class PruneResult:
     reaper_runs: int = 0
     worker_processes: int = 0
     completion_counts: int = 0
+    #: The failed attempts' per-minute counters (`queues.attempt_counts`), pruned with the
+    #: completions' minutes.
+    attempt_counts: int = 0
     #: Hourly history rows written by the roll-up, and deleted as old as the pruned jobs.
     hours_rolled: int = 0
     hourly_counts: int = 0
@@ -98,9 +109,10 @@ class PruneResult:
 class Pruner:
     """Deletes what finished longer than `older_than` ago (with None, finished jobs, reaper
     runs and the error history are kept for ever), and always the bookkeeping rows: dead
-    worker processes and the completion counts of minutes older than `completions_kept`,
-    which the triggers add every minute and nothing else removes. `batch_size` rows at a
-    time, so that no statement locks or deletes an unbounded number of rows."""
+    worker processes and the completion and attempt counts of minutes older than
+    `completions_kept`, which the triggers add every minute and nothing else removes.
+    `batch_size` rows at a time, so that no statement locks or deletes an unbounded number
+    of rows."""
 
     def __init__(
         self,
@@ -134,6 +146,11 @@ class Pruner:
             .delete()[0],
             completion_counts=self._delete(
                 CompletionCount.objects.using(using).filter(
+                    minute__lt=completions.minute_of(now - self.completions_kept)
+                )
+            ),
+            attempt_counts=self._delete(
+                AttemptCount.objects.using(using).filter(
                     minute__lt=completions.minute_of(now - self.completions_kept)
                 )
             ),

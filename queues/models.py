@@ -406,10 +406,36 @@ class CompletionCount(models.Model):
         return f"{self.queue_name} {self.minute:%Y-%m-%d %H:%M}: {self.n}"
 
 
+class AttemptCount(models.Model):
+    """How many failed attempts of a queue ended in one minute (UTC) with the job in one
+    status, kept by database triggers on the error history's inserts (see
+    `install_attempt_counts` in queues/sql and `queues.attempt_counts`). The status, not a
+    "failure" or "retry" verdict: which statuses are which is `queues.rollup`'s rule, kept
+    there only. Sharded like `CompletionCount`; pruned with it."""
+
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
+    minute = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=JobStatus.choices)
+    shard = models.SmallIntegerField(default=0)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue_name", "minute", "status", "shard"], name="attempt_count_unique"
+            ),
+        ]
+        # The history reads a range of minutes of every queue; the pruner deletes by minute.
+        indexes = [models.Index(fields=["minute"], name="attempt_count_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.queue_name} {self.minute:%Y-%m-%d %H:%M} {self.status}: {self.n}"
+
+
 class HourlyCount(models.Model):
     """One queue's completions, failures and retries in one hour (UTC), summed from the
-    per-minute counts and the error history by `queues.rollup.roll_up`. Kept as long as the jobs are
-    (the pruner's `older_than`)."""
+    per-minute counters (`CompletionCount`, `AttemptCount`) by `queues.rollup.roll_up`.
+    Kept as long as the jobs are (the pruner's `older_than`)."""
 
     queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
     hour = models.DateTimeField()

@@ -1,11 +1,14 @@
 """Completions, failures and retries per queue and hour, so that a week of history reads a
 handful of rows per queue whatever the number of jobs.
 
-The per-minute sources are what the engine already keeps: `CompletionCount` (trigger-kept,
-one row per queue, minute and shard, pruned after a day) and the error history
-(`FailedAttempt`, one row per failed attempt, its status after the attempt telling a retry
-from a failure). `roll_up` sums the closed hours of both into `HourlyCount` rows; the pruner
-calls it on every run (every 10 minutes in `runworker`), so the rows outlive the minutes.
+The per-minute sources are trigger-kept counters, a handful of rows per queue and minute
+however many jobs ran: `CompletionCount` (`queues.completions`) and `AttemptCount`
+(`queues.attempt_counts`: the error history's rows counted by queue, minute and the job's
+status after the attempt, which tells a retry from a failure by the rule below), both
+sharded and pruned after a day. The error history itself (`FailedAttempt`, a row per failed
+attempt) is never read here. `roll_up` sums the closed hours of both into `HourlyCount`
+rows; the pruner calls it on every run (every 10 minutes in `runworker`), so the rows
+outlive the minutes.
 
 A read (`counts`) takes the hours up to the newest rolled-up one from `HourlyCount`, and the
 hours after it from the minutes, so the history is right whether or not a pruner ran lately
@@ -23,17 +26,19 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import Count, Sum
+from django.db.models import Sum
 from django.db.models.functions import Trunc
 
 from . import completions
 from .enums import FAILURE_STATUSES, JobStatus
-from .models import CompletionCount, FailedAttempt, HourlyCount
+from .models import AttemptCount, CompletionCount, HourlyCount
 
 HOUR = timedelta(hours=1)
 RETRIED_STATUSES = (JobStatus.PENDING, JobStatus.RETRYING)
 #: What each bucket holds, in this order.
 KINDS = ("completed", "failed", "retried")
+#: The statuses after an attempt that the history counts (`kind_of`).
+COUNTED_STATUSES = (*sorted(FAILURE_STATUSES), *RETRIED_STATUSES)
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -45,7 +50,8 @@ def raw_counts(
 ) -> dict[tuple[str, datetime], list[int]]:
     """{(queue, bucket start): [completed, failed, retried]} from the per-minute sources,
     of `first` (included) to `end` (excluded), in buckets of a `kind` ("minute" or "hour").
-    Two aggregates in the database; a bucket without any is absent."""
+    Two aggregates of the trigger-kept counters in the database; a bucket without any is
+    absent."""
     result: dict[tuple[str, datetime], list[int]] = defaultdict(lambda: [0, 0, 0])
     done = (
         CompletionCount.objects.using(using)
@@ -58,19 +64,27 @@ def raw_counts(
     for queue, bucket, n in done:
         result[queue, bucket.astimezone(UTC)][0] += n
     ended = (
-        FailedAttempt.objects.using(using)
-        .filter(failed_at__gte=first, failed_at__lt=end)
-        .annotate(bucket=Trunc("failed_at", kind, tzinfo=UTC))
+        AttemptCount.objects.using(using)
+        .filter(minute__gte=first, minute__lt=end, status__in=COUNTED_STATUSES)
+        .annotate(bucket=Trunc("minute", kind, tzinfo=UTC))
         .order_by()
-        .values_list("job__queue_name", "bucket", "status")
-        .annotate(n=Count("id"))
+        .values_list("queue_name", "bucket", "status")
+        .annotate(n=Sum("n"))
     )
     for queue, bucket, status, n in ended:
-        if status in FAILURE_STATUSES:
-            result[queue, bucket.astimezone(UTC)][1] += n
-        elif status in RETRIED_STATUSES:
-            result[queue, bucket.astimezone(UTC)][2] += n
+        result[queue, bucket.astimezone(UTC)][kind_of(status)] += n
     return dict(result)
+
+
+def kind_of(status: str) -> int:
+    """The index in `KINDS` of an attempt after which the job is `status` (the rule of this
+    module's docstring): 1, a failure; 2, a retry; ValueError for a status that is neither
+    (a cancelled run)."""
+    if status in FAILURE_STATUSES:
+        return 1
+    if status in RETRIED_STATUSES:
+        return 2
+    raise ValueError(f"an attempt that ended {status!r} is neither a failure nor a retry")
 
 
 def roll_up(now: datetime, using: str = "default", kept: timedelta = completions.KEPT) -> int:

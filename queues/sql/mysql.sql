@@ -213,6 +213,41 @@ SELECT queue_name,
 FROM queues_job WHERE completed_at >= %(since)s
 GROUP BY 1, 2
 
+-- name: install_attempt_counts
+-- Failed attempts per queue, minute (UTC) and status after the attempt, kept by a row
+-- trigger on the error history's inserts in the same transaction as the write (the
+-- semantics are in postgresql.sql; which statuses are failures or retries is the reader's
+-- rule, queues/rollup.py). The queue is read from the job by primary key (a row this
+-- transaction has just written, so already locked by it); the minute is truncated as the
+-- completion counts' is; shard: the connection id mod 16.
+CREATE TRIGGER queues_failedattempt_count AFTER INSERT ON queues_failedattempt FOR EACH ROW
+BEGIN
+    INSERT INTO queues_attemptcount (queue_name, minute, status, shard, n)
+    SELECT j.queue_name,
+           NEW.failed_at - INTERVAL
+               (SECOND(NEW.failed_at) * 1000000 + MICROSECOND(NEW.failed_at)) MICROSECOND,
+           NEW.status, MOD(CONNECTION_ID(), 16), 1
+    FROM queues_job j WHERE j.id = NEW.job_id
+    ON DUPLICATE KEY UPDATE n = queues_attemptcount.n + 1;
+END
+
+-- name: drop_attempt_counts
+DROP TRIGGER IF EXISTS queues_failedattempt_count
+
+-- name: recount_attempts
+-- Rebuild the attempt counts from the error history, from `since` (the start of a minute)
+-- on. Writers must be stopped (as during a migration).
+DELETE FROM queues_attemptcount
+-- statement
+INSERT INTO queues_attemptcount (queue_name, minute, status, shard, n)
+SELECT j.queue_name,
+       a.failed_at - INTERVAL
+           (SECOND(a.failed_at) * 1000000 + MICROSECOND(a.failed_at)) MICROSECOND AS minute,
+       a.status, 0, COUNT(*)
+FROM queues_failedattempt a JOIN queues_job j ON j.id = a.job_id
+WHERE a.failed_at >= %(since)s
+GROUP BY 1, 2, 3
+
 -- name: install_job_notify
 -- Nothing to install: this database has no LISTEN/NOTIFY, so the live-dashboard aggregator
 -- (queues.live.aggregator) reads at most once a second while a dashboard is connected.

@@ -250,6 +250,51 @@ SELECT queue_name, date_trunc('minute', completed_at, 'UTC'), 0, COUNT(*) FROM q
 WHERE completed_at >= %(since)s
 GROUP BY 1, 2
 
+-- name: install_attempt_counts
+-- Failed attempts per queue, minute (UTC) and status after the attempt, for the history's
+-- failures and retries (queues/attempt_counts.py): kept by a trigger on the error history's
+-- inserts, in the same transaction as the write that ends the attempt, whoever writes the
+-- row (a worker's failure, the reaper, an operator). The status is counted as it is: which
+-- statuses make a failure or a retry is decided by the reader (queues/rollup.py), not
+-- here. One aggregated upsert per statement (the engine inserts a write's rows at once),
+-- the queue read from the job by primary key, in this connection's shard (backend pid mod
+-- 16) so that concurrent transactions do not wait for each other's rows, rows in a fixed
+-- order. The engine inserts these rows after the write of the jobs: their counter rows
+-- come after the job counts' in every transaction. Never taken back: deleting a job or
+-- pruning the history leaves what happened counted.
+CREATE OR REPLACE FUNCTION queues_count_attempts() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    INSERT INTO queues_attemptcount AS c (queue_name, minute, status, shard, n)
+    SELECT j.queue_name, date_trunc('minute', a.failed_at, 'UTC'), a.status,
+           mod(pg_backend_pid(), 16), count(*)
+    FROM attempt_new_rows a JOIN queues_job j ON j.id = a.job_id
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (queue_name, minute, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    RETURN NULL;
+END
+$body$
+-- statement
+CREATE TRIGGER queues_failedattempt_count AFTER INSERT ON queues_failedattempt
+REFERENCING NEW TABLE AS attempt_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION queues_count_attempts()
+
+-- name: drop_attempt_counts
+DROP TRIGGER IF EXISTS queues_failedattempt_count ON queues_failedattempt
+-- statement
+DROP FUNCTION IF EXISTS queues_count_attempts()
+
+-- name: recount_attempts
+-- Rebuild the attempt counts from the error history, from `since` (the start of a minute)
+-- on; the rows of deleted jobs are gone with them. Writers must be stopped (as during a
+-- migration).
+DELETE FROM queues_attemptcount
+-- statement
+INSERT INTO queues_attemptcount (queue_name, minute, status, shard, n)
+SELECT j.queue_name, date_trunc('minute', a.failed_at, 'UTC'), a.status, 0, COUNT(*)
+FROM queues_failedattempt a JOIN queues_job j ON j.id = a.job_id
+WHERE a.failed_at >= %(since)s
+GROUP BY 1, 2, 3
+
 -- name: install_job_notify
 -- Wakes each web process's live-dashboard aggregator (queues.live.listen) after a change the
 -- overview shows: a statement trigger, so one NOTIFY per statement, not per row. NOTIFY is

@@ -188,6 +188,34 @@ SELECT queue_name, substr(completed_at, 1, 16) || ':00', 0, COUNT(*) FROM queues
 WHERE completed_at >= %(since)s
 GROUP BY 1, 2
 
+-- name: install_attempt_counts
+-- Failed attempts per queue, minute (UTC) and status after the attempt, kept by a row
+-- trigger on the error history's inserts in the same transaction as the write (the
+-- semantics are in postgresql.sql; which statuses are failures or retries is the reader's
+-- rule, queues/rollup.py). One writer at a time: one shard. The minute as the completion
+-- counts' (the text Django writes). The SELECT's WHERE also settles SQLite's upsert parsing
+-- ambiguity of INSERT ... SELECT ... ON CONFLICT.
+CREATE TRIGGER queues_failedattempt_count AFTER INSERT ON queues_failedattempt BEGIN
+    INSERT INTO queues_attemptcount (queue_name, minute, status, shard, n)
+    SELECT queue_name, substr(NEW.failed_at, 1, 16) || ':00', NEW.status, 0, 1
+    FROM queues_job WHERE id = NEW.job_id
+    ON CONFLICT (queue_name, minute, status, shard) DO UPDATE SET n = n + 1;
+END
+
+-- name: drop_attempt_counts
+DROP TRIGGER IF EXISTS queues_failedattempt_count
+
+-- name: recount_attempts
+-- Rebuild the attempt counts from the error history, from `since` (the start of a minute)
+-- on. Writers must be stopped (as during a migration).
+DELETE FROM queues_attemptcount
+-- statement
+INSERT INTO queues_attemptcount (queue_name, minute, status, shard, n)
+SELECT j.queue_name, substr(a.failed_at, 1, 16) || ':00', a.status, 0, COUNT(*)
+FROM queues_failedattempt a JOIN queues_job j ON j.id = a.job_id
+WHERE a.failed_at >= %(since)s
+GROUP BY 1, 2, 3
+
 -- name: install_job_notify
 -- Nothing to install: this database has no LISTEN/NOTIFY, so the live-dashboard aggregator
 -- (queues.live.aggregator) reads at most once a second while a dashboard is connected.
