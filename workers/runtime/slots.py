@@ -36,7 +36,7 @@ from queues.enums import HandlerEnd
 from queues.outcomes import check_outcome
 
 from .. import metrics
-from ..connections import close_all
+from ..connections import after_job, close_all
 from ..executor import EventLoop, Execution, Interrupted, execute
 from .allowance import Allowance
 from .state import Request, RunState
@@ -119,6 +119,7 @@ class Slot:
             except DatabaseError:
                 logger.debug("job %s: checking its run before it starts failed", job.id,
                              exc_info=True)  # fmt: skip
+                after_job()  # a broken connection is not the next handler's
         return self._started(self.state.submit(start=job))
 
     @staticmethod
