@@ -49,7 +49,12 @@ _optional_apps = [
 #: daphne's app only replaces `runserver` with its ASGI one; a worker serves no page, and
 #: importing it (twisted) was a third of `runworker`'s start-up (profiled), paid by every
 #: worker process.
-_web_apps = [] if sys.argv[1:2] == ["runworker"] else ["daphne"]
+_worker = sys.argv[1:2] == ["runworker"]
+_web_apps = [] if _worker else ["daphne"]
+#: A worker serves no admin page either: the admin without `autodiscover()` (its models and
+#: checks as before) spares a worker the import of every app's admin module (profiled: a
+#: tenth of runworker's start-up).
+_admin = "django.contrib.admin.apps.SimpleAdminConfig" if _worker else "django.contrib.admin"
 
 INSTALLED_APPS = [
     # Above channels (if it is ever added), whose `runworker` would win otherwise.
@@ -57,7 +62,7 @@ INSTALLED_APPS = [
     "queues",
     *_optional_apps,
     *_web_apps,
-    "django.contrib.admin",
+    _admin,
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -78,6 +78,18 @@ class Runs:
             return False
         return bool(self.store.release_runs([job.id], job.run_token))
 
+    def may_start(self, job: Job) -> bool:
+        """Whether a held job (of no batch) may start without a start marker: its run is
+        still this worker's and its queue is not paused. One read, no write: a worker
+        that asks it just after the claim keeps the claim's start time; any other answer
+        than True is the start marker's to give (`start_claimed_run`)."""
+        if job.run_token is None or job.batch_id is not None:
+            return False
+        store = self.store
+        return store.atomic(
+            lambda: store.may_start_run(job.id, job.run_token), single_statement=True
+        )
+
     def start_claimed_run(self, job: Job) -> str:
         """Before a held job runs: record its actual start (fenced), and hand it back if its
         queue was paused or fail it if its fail-fast batch failed meanwhile.
@@ -159,9 +171,7 @@ class Runs:
                 answers[i] = STARTED
         return answers
 
-    def _record_many(
-        self, finished, now: datetime, attempts: list
-    ) -> list[RecordedOutcome | None]:
+    def _record_many(self, finished, now: datetime, attempts: list) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
         singles, each, plain = _split_finished(finished)
         for index in singles:

@@ -202,6 +202,13 @@ class SqlStore:
             for job_id, paused, batch_failed in rows
         }
 
+    def may_start_run(self, job_id, token) -> bool:
+        with self.cursor() as cursor:
+            cursor.execute(
+                self.queries["may_start_run"], {"id": self.uuid(job_id), "token": self.uuid(token)}
+            )
+            return cursor.fetchone() is not None
+
     def update_runs(self, ids, token, fields: Mapping) -> int:
         return self._runs(ids, token).update(**fields)
 

@@ -234,6 +234,9 @@ class MemoryStore:
             if job is not None and job.status == JobStatus.RUNNING and job.run_token == token
         ]
 
+    def may_start_run(self, job_id, token) -> bool:
+        return any(job.queue_name not in self.pauses for job in self._runs([job_id], token))
+
     def start_runs(self, ids, token, now) -> dict[UUID, tuple[bool, bool]]:
         started = {}
         for job in self._runs(ids, token):

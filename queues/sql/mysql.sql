@@ -116,6 +116,13 @@ FOR UPDATE
 UPDATE queues_job SET started_at = %(now)s, last_heartbeat_at = %(now)s
 WHERE id IN %(ids)s AND status = 'Running' AND run_token = %(token)s
 
+-- name: may_start_run
+-- Whether a held job may start without a start marker (a row: yes): still this run's
+-- and its queue not paused (a plain read: no lock, no commit).
+SELECT 1 FROM queues_job j
+WHERE j.id = %(id)s AND j.status = 'Running' AND j.run_token = %(token)s
+  AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
+
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by row triggers in the same transaction as
 -- every change of a job's status. Each connection adds to its own shard (its connection id

@@ -126,6 +126,15 @@ RETURNING j.id,
     EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
             AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
 
+-- name: may_start_run
+-- Whether a held job may start without a start marker (a row: yes): still this run's
+-- and its queue not paused. A read, no lock and no commit: a slot that goes on to its
+-- next held job right after handing in an outcome asks it on its own connection (see
+-- workers/runtime/slots.py). On the primary key only, as complete_runs.
+SELECT 1 FROM queues_job AS j
+WHERE j.id = %(id)s AND j.status || '' = 'Running' AND j.run_token = %(token)s
+  AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
+
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by triggers in the same transaction as every
 -- change of a job's status (whoever makes it: the engine, the admin, plain SQL). Statement

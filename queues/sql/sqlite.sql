@@ -113,6 +113,14 @@ RETURNING id,
     EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = queues_job.batch_id
             AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
 
+-- name: may_start_run
+-- Whether a held job may start without a start marker (a row: yes): still this run's
+-- and its queue not paused (a plain read: no lock, no commit).
+SELECT 1 FROM queues_job
+WHERE id = %(id)s AND +status = 'Running' AND run_token = %(token)s
+  AND NOT EXISTS (
+      SELECT 1 FROM queues_queuepause p WHERE p.queue_name = queues_job.queue_name)
+
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by row triggers in the same transaction as
 -- every change of a job's status. SQLite has one writer at a time, so one shard is enough.

@@ -35,7 +35,11 @@ class WorkerRun:
         self.worker = worker
         self.stop = stop
         self.force = force
-        self.state = RunState(worker.stats, worker.batch_concurrency)
+        # Two batches' outcomes may wait for the writer: one being written while the
+        # slots run the next claim's jobs.
+        self.state = RunState(
+            worker.stats, worker.batch_concurrency, unwritten_limit=2 * worker.batch_size
+        )
         self.allowance = Allowance(worker.throttle, worker.limiters)
         self.loop = EventLoop()
         options = DequeueOptions(lease_duration=worker.lease_duration)

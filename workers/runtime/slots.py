@@ -1,7 +1,17 @@
 """The slots of a worker run: `batch_concurrency` threads, each taking a held job, running
-its handler and handing the outcome to the writer together with the next held job to start:
-one transaction records the end of one job and the start of the next, so a busy slot costs
-no start marker of its own.
+its handler and handing the outcome to the writer.
+
+A job in no batch or workflow is handed in without waiting for its write: the slot takes
+its next held job at once (after one read that its run is still this worker's and its
+queue not paused, `JobQueue.may_start`; the writer's start marker if that is not so, or if
+the job was claimed too long ago to keep the claim's start time), and the writer records
+many slots' outcomes in one transaction while they run the next ones (such an outcome
+touches no job another slot may start). Its permit and its place in `running` stay until
+the write, so the throttle, the queue's limit and the heartbeat still count it; at most
+`RunState.unwritten_limit` outcomes wait so (then the slot waits, as below). A job of a
+batch or a workflow waits for its write, which also starts the slot's next held job: a
+fail-fast batch must have failed, and a sequential batch's previous job must have
+completed, before this slot starts another.
 
 A sync handler that runs past its timeout is recorded TimedOut, but Python cannot stop its
 thread: the slot waits for it (it still holds the slot's share of the concurrency) for the
@@ -19,12 +29,14 @@ import logging
 import threading
 import time
 
+from django.db import DatabaseError
+
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.enums import HandlerEnd
 from queues.outcomes import check_outcome
 
 from .. import metrics
-from ..connections import close_all
+from ..connections import after_job, close_all
 from ..executor import EventLoop, Execution, Interrupted, execute
 from .allowance import Allowance
 from .state import Request, RunState
@@ -70,17 +82,52 @@ class Slot:
                         return
                     job = None
                     continue
+                straggler = execution.straggler
+                if straggler is None and self._goes_on(job, execution.outcome):
+                    # Before its write (see the module's docstring); a job taken after the
+                    # claim's start window asks the writer for its start marker as before.
+                    state.submit(finished=(job, execution.outcome), wait=False)
+                    job = self._next_checked()
+                    continue
                 # Wait for the write before running the next job: a fail-fast batch must
                 # have failed, and a sequential batch's previous job must have completed,
                 # before this slot starts another. Slots waiting together share a write.
                 # A slot whose handler is still running takes no next job.
-                straggler = execution.straggler
                 request = self._hand_in(job, execution.outcome, take_next=straggler is None)
                 job = self._started(request)
                 if straggler is not None and not self._came_back(request.finished[0], straggler):
                     return
         finally:
             close_all()
+
+    def _next_checked(self) -> Job | None:
+        """After an outcome handed in without its write: the next held job, started (or
+        None if none is held, or it did not start). Taken within the claim's start window,
+        one read on this thread's connection checks that its run is still this worker's
+        and its queue not paused (`may_start`), so that a run an operator took back since
+        the claim does not start here; otherwise, or if the read fails, the writer's start
+        marker decides, as for any held job."""
+        held = self.state.take(wait=False)
+        if held is None:
+            return None
+        job = held.job
+        may_start = getattr(self.worker.queue, "may_start", None)  # a caller's may lack it
+        if held.fresh() and may_start is not None:
+            try:
+                if may_start(job):
+                    return job
+            except DatabaseError:
+                logger.debug("job %s: checking its run before it starts failed", job.id,
+                             exc_info=True)  # fmt: skip
+                after_job()  # a broken connection is not the next handler's
+        return self._started(self.state.submit(start=job))
+
+    @staticmethod
+    def _goes_on(job: Job, outcome) -> bool:
+        """Whether the slot may take its next job before this outcome is written: an outcome
+        (not a run the database's outage cut short, which is given back) of a job whose
+        effects reach no held job (no batch, no workflow)."""
+        return isinstance(outcome, JobOutcome) and job.batch_id is None and not job.workflow_id
 
     def _hand_in(self, job: Job, outcome, take_next: bool) -> Request:
         if isinstance(outcome, Interrupted):

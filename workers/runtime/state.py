@@ -58,9 +58,12 @@ class Request:
 
 
 class RunState:
-    def __init__(self, stats, concurrency: int) -> None:
+    def __init__(self, stats, concurrency: int, unwritten_limit: int = 0) -> None:
         self.stats = stats
         self.concurrency = concurrency
+        #: How many outcomes may wait for the writer while their slots go on (slots.py): a
+        #: writer that falls behind makes the slots wait, not the outbox grow.
+        self.unwritten_limit = unwritten_limit
         self.lock = threading.Lock()
         self.work = threading.Condition(self.lock)  # slots: a held job to take
         self.room = threading.Condition(self.lock)  # claimer, shutdown: capacity, running
@@ -154,10 +157,14 @@ class RunState:
         start: Job | None = None,
         take_next: bool = False,
         given_back: Job | None = None,
+        wait: bool = True,
     ) -> Request:
         """Hand the writer an outcome to record (or a run to give back) and/or a held job
-        to start (with `take_next`, the next held job, if any); wait for the write."""
+        to start (with `take_next`, the next held job, if any); wait for the write, unless
+        `wait` is False and fewer than `unwritten_limit` outcomes already wait for it."""
         with self.lock:
+            if not wait and self.finishing >= self.unwritten_limit:
+                wait = True  # the writer is behind: this slot waits for it
             # Under one lock with the take: the claimer, woken when the take empties `held`,
             # must already count the finished job as finishing, or it claims too few.
             if finished is not None or given_back is not None:
@@ -168,7 +175,8 @@ class RunState:
             request = Request(finished, start, given_back)
             self.outbox.append(request)
             self.requests.notify()
-        request.written.wait()
+        if wait:
+            request.written.wait()
         return request
 
     def done(self, jobs: list[Job], written: bool = False) -> None:

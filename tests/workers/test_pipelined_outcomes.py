@@ -1,0 +1,112 @@
+"""A slot that hands in an outcome without waiting for its write (a job in no batch or
+workflow) and goes on to its next held job: that job starts only if one read says its run
+is still this worker's and its queue not paused (`JobQueue.may_start`); otherwise the
+writer's start marker decides, as for any held job. And the writer may fall behind by at
+most `unwritten_limit` outcomes before the slots wait for it.
+
+On the real database, with the writer's own thread; the claim's start window is widened so
+that the read, not the start marker, is what the held jobs meet."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from queues.api import DequeueOptions, JobOutcome, JobQueue, JobStatus
+from workers.api import Worker
+from workers.runtime import RunState, WorkerRun, state
+from workers.runtime.slots import Slot
+
+from ..conftest import unique_queue
+from .helpers import enqueue_jobs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """A worker run (its writer running) holding a fresh claim of `n` jobs of a new queue."""
+    monkeypatch.setattr(state, "FRESH_START", 600.0)  # every held job is "just claimed"
+    runs: list = []
+
+    def make(n: int):
+        queue = JobQueue()
+        name = unique_queue("pipelined")
+        enqueue_jobs(queue, name, n)
+        worker = Worker(queue, name, lambda job: None, batch_size=n, batch_concurrency=1)
+        run = WorkerRun(worker, threading.Event(), threading.Event())
+        options = DequeueOptions(batch_size=n, lease_duration=timedelta(minutes=5))
+        jobs = queue.dequeue(name, options)
+        assert len(jobs) == n
+        run.state.hold(jobs)
+        writer = threading.Thread(target=run.writer.run, daemon=True)
+        writer.start()
+        runs.append((run, writer))
+        slot = Slot(worker, run.state, run.allowance, run.loop, run._runaway)
+        return queue, name, run, slot, jobs
+
+    yield make
+    for run, writer in runs:
+        run.state.finished.set()
+        writer.join(10)
+
+
+def test_a_held_job_taken_back_since_the_claim_does_not_start(held):
+    queue, name, run, slot, (lost, kept) = held(2)
+    queue.retry_job(lost.id, timezone.now())  # an operator takes it back
+
+    assert slot._next_checked() is None, "a run that is no longer this worker's started"
+    assert run.state.stats.snapshot()["not_run"] == 1
+    assert queue.get_job(lost.id).status == JobStatus.PENDING
+
+    assert slot._next_checked() is kept
+    stored = queue.get_job(kept.id)
+    assert stored.status == JobStatus.RUNNING
+    assert stored.started_at == kept.started_at, "the read wrote nothing: the claim's start"
+
+
+def test_held_jobs_of_a_paused_queue_go_back_to_pending(held):
+    queue, name, run, slot, jobs = held(2)
+    queue.pause_queue(name)
+
+    assert slot._next_checked() is None
+    assert slot._next_checked() is None
+    for job in jobs:
+        stored = queue.get_job(job.id)
+        assert (stored.status, stored.attempts) == (JobStatus.PENDING, 0), "attempt counted"
+
+
+def test_an_outcome_handed_in_without_waiting_is_written_with_its_effects(held):
+    queue, name, run, slot, (job,) = held(1)
+    assert slot._next_checked() is job
+    request = run.state.submit(finished=(job, JobOutcome.completed({"n": 1})), wait=False)
+    assert request.written.wait(30), "the writer did not write it"
+    stored = queue.get_job(job.id)
+    assert (stored.status, stored.result, stored.attempts) == (JobStatus.COMPLETED, {"n": 1}, 1)
+    assert run.state.running == {} and run.state.finishing == 0
+
+
+def test_slots_wait_for_the_writer_once_it_is_that_far_behind():
+    """No writer here: the requests stay unwritten, as behind a slow write."""
+    run = RunState(stats=Worker(JobQueue(), "q", lambda job: None).stats, concurrency=2,
+                   unwritten_limit=2)  # fmt: skip
+    for _ in range(2):
+        request = run.submit(finished=(object(), None), wait=False)
+        assert not request.written.is_set()  # returned before its write
+    handed_in = threading.Event()
+
+    def third():
+        run.submit(finished=(object(), None), wait=False)
+        handed_in.set()
+
+    slot = threading.Thread(target=third, daemon=True)
+    slot.start()
+    assert not handed_in.wait(0.2), "a slot went on with the writer two outcomes behind"
+    with run.lock:
+        waiting = run.outbox[-1]
+    waiting.written.set()  # the writer catches up
+    assert handed_in.wait(10)
+    slot.join(10)
