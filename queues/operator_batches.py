@@ -51,6 +51,12 @@ class JobsActed:
         self.refused.append(job_id)
         self.reasons[job_id] = reason
 
+    def refusals(self) -> list[str]:
+        """Why each job given was not acted on, as the single methods' errors say it."""
+        said = [self.reasons[job_id] for job_id in self.refused]
+        said += [f"job {job_id} no longer matches" for job_id in self.kept]
+        return said + ["no such job"] * self.missing
+
 
 def retry(queue, job_ids: Iterable, at: datetime, now: datetime, where) -> JobsActed:
     ids = _ids(job_ids)
