@@ -2,10 +2,11 @@
 `manage.py jobs retry/cancel/delete` does with a filter's jobs and what a dashboard's
 "all matching" operation (`queues.bulk`) does, a page at a time.
 
-The page's rows are locked first (in id order, the engine's lock order), then the selection
-is asked again of them, so a job that stopped matching since its id was read is left alone;
-each job is then acted on by the engine's own method (`retry_job`, `cancel_job`: a savepoint
-each, with their dependents, batches and workflows) or, for a delete, `delete_jobs`.
+The page is one call of the engine's method for many jobs: `retry_jobs`, `cancel_jobs`
+(`queues.operator_batches`: a few statements for the page's plain jobs, the single method's
+path for those whose action reaches other rows) or `delete_jobs`. It locks the page's rows
+(in id order, the engine's lock order), then the selection is asked again of them, so a job
+that stopped matching since its id was read is left alone.
 """
 
 from __future__ import annotations
@@ -14,17 +15,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from . import transitions
-from .engine import Match
-from .exceptions import InvalidJobTransition, JobNotFound
 from .models import Job
 from .validation import parse_job_id
 
-#: What each action is called, the rule it is checked by, and the engine's method per job
-#: (None: `delete_jobs`, the page at once).
+#: What each action is called, the rule it is checked by, and the engine's method for a page.
 ACTIONS = {
-    "retry": ("retried", transitions.RETRY, "retry_job"),
-    "cancel": ("cancelled", transitions.CANCEL, "cancel_job"),
-    "delete": ("deleted", transitions.DELETE, None),
+    "retry": ("retried", transitions.RETRY, "retry_jobs"),
+    "cancel": ("cancelled", transitions.CANCEL, "cancel_jobs"),
+    "delete": ("deleted", transitions.DELETE, "delete_jobs"),
 }
 
 
@@ -47,29 +45,20 @@ def act_on_page(
 
     def work() -> Counter:
         tally: Counter = Counter()
-        locked = queue.store.lock_jobs(Match(ids=ids)) if ids else []
-        tally["gone"] = len(ids) - len(locked)
-        matching = still([job.id for job in locked]) if still is not None else None
+        matching: set | None = None
 
         def keep(job: Job) -> bool:
+            # Asked by the engine of each locked row: by the first call all the page's rows
+            # are locked, so the filter is asked again of them once, then.
+            nonlocal matching
+            if still is not None and matching is None:
+                matching = still(ids)
             return (where is None or where(job)) and (matching is None or job.id in matching)
 
-        if method is None:
-            result = queue.delete_jobs([job.id for job in locked], where=keep)
-            tally.update(done=len(result.deleted), skipped=len(result.refused) + len(result.kept))
-        else:
-            for job in sorted(locked, key=lambda job: str(job.id)):
-                if not keep(job) or transitions.refusal(ACTIONS[name][1], job) is not None:
-                    tally["skipped"] += 1
-                    continue
-                try:
-                    getattr(queue, method)(job.id, **(told or {}))
-                except JobNotFound:
-                    tally["gone"] += 1
-                except InvalidJobTransition:
-                    tally["skipped"] += 1
-                else:
-                    tally["done"] += 1
+        result = getattr(queue, method)(ids, where=keep, **(told or {}))
+        done = result.deleted if method == "delete_jobs" else result.done
+        tally.update(done=len(done), skipped=len(result.refused) + len(result.kept))
+        tally["gone"] = result.missing
         if then is not None:
             then(tally)
         return tally

@@ -43,11 +43,20 @@ def _each(modeladmin, request, rows, verb: str, call, *args, **kwargs) -> None:
             done += 1
         except QueueError as exc:
             refused.append(str(exc))
+    _report(modeladmin, request, verb, done, refused)
+
+
+def _report(modeladmin, request, verb: str, done: int, refused: list[str]) -> None:
     if done:
         modeladmin.message_user(request, f"{verb}: {done} done.", messages.SUCCESS)
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         modeladmin.message_user(request, f"{verb} refused: {refused[0]}{more}", messages.ERROR)
+
+
+def _many(modeladmin, request, verb: str, result) -> None:
+    """Report a `JobsActed` (of `retry_jobs`, `cancel_jobs`...) as `_each` reports."""
+    _report(modeladmin, request, verb, len(result.done), result.refusals())
 
 
 def _ids(jobs):
@@ -193,17 +202,17 @@ class JobAdmin(EngineDeletes):
 
     @admin.action(description="Retry now", permissions=["change"], location=BOTH)
     def retry_now(self, request, queryset):
-        _each(self, request, _ids(queryset), "Retry", JobQueue().retry_job)
+        _many(self, request, "Retry", JobQueue().retry_jobs(_ids(queryset)))
 
     @admin.action(description="Cancel", permissions=["change"], location=BOTH)
     def cancel(self, request, queryset):
         reason = f"Cancelled by {request.user.get_username()} in the admin"
-        _each(self, request, _ids(queryset), "Cancel", JobQueue().cancel_job, reason)
+        _many(self, request, "Cancel", JobQueue().cancel_jobs(_ids(queryset), reason))
 
     @admin.action(description="Mark dead", permissions=["change"], location=BOTH)
     def mark_dead(self, request, queryset):
         reason = f"Marked dead by {request.user.get_username()} in the admin"
-        _each(self, request, _ids(queryset), "Mark dead", JobQueue().mark_job_dead, reason)
+        _many(self, request, "Mark dead", JobQueue().mark_jobs_dead(_ids(queryset), reason))
 
     @admin.action(description="Release (back to Pending)", permissions=["change"], location=BOTH)
     def release(self, request, queryset):

@@ -9,7 +9,7 @@ so it would need a worker started for that queue, and a handler that runs for mi
 hold its lease and a slot. The runner takes an operation with a conditional UPDATE (pending,
 or running with an expired lease: its runner died), then works for at most `budget` seconds
 per pass, a page of `batch_size` ids per transaction (`acting.act_on_page`: rows locked,
-the filter asked again of them by the database, the engine's method per job), and each
+the filter asked again of them by the database, the engine's method for the page), and each
 page's transaction also advances the operation's cursor and counts, so a runner that dies
 mid-way leaves it exactly where its last page committed, for the next one to go on.
 A cancel is a flag read under the row's lock at each page: at most one more page is done.

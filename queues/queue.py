@@ -20,7 +20,16 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
-from . import effects, history, limits, schedule_sync, signals, transitions, unique
+from . import (
+    effects,
+    history,
+    limits,
+    operator_batches,
+    schedule_sync,
+    signals,
+    transitions,
+    unique,
+)
 from .clock import SYSTEM_CLOCK
 from .deletion import JobDeletion
 from .engine import ClaimParams, Match, Store, sql_store
@@ -31,6 +40,7 @@ from .exceptions import InvalidJobTransition, JobNotFound
 from .groups import BatchResult
 from .limits import Limits
 from .models import Batch, FailedAttempt, Job, QueuePause
+from .operator_batches import RETRIED_RUNNING, JobsActed
 from .options import DequeueOptions
 from .outcomes import StaleJobRecovery, fail_for_good_fields, reaper_outcome, retry_fields
 from .recurring import RecurringRuns
@@ -279,48 +289,77 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
         back; a Running job's current run is fenced out."""
         check_retry_time(at)
         now = self.now()
-
-        def work():
-            job = self._locked(job_id)
-            blocked = lambda: bool(self.store.blocked([job.id]))  # noqa: E731
-            fields = retry_fields(job, at or now, blocked)
-            self._update(job, {**fields, **unique.retake(self.store, job, now)})
-            reason = "Retried by an operator while Running; this run's outcome is discarded"
-            self._note_ended_run(job, AttemptEnd.RETRIED, JobStatus.PENDING, reason, now)
-            change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
-            effects.apply_tallies(self.store, [change], now)
-            self._announce_operator(job, fields, JobStatus.PENDING, now)
-
         try:
-            self._atomic(work)
+            self._atomic(lambda: self._retry_one(job_id, at or now, now))
         except IntegrityError as exc:  # an enqueue took the key it was taking back
             raise InvalidJobTransition(f"another job took the unique key of job {job_id}") from exc
+
+    def retry_jobs(
+        self,
+        job_ids: Iterable[UUID | str],
+        at: datetime | None = None,
+        where: Callable[[Job], bool] | None = None,
+    ) -> JobsActed:
+        """`retry_job` on those of `job_ids` it applies to and, if given, `where` holds for
+        once locked, in one transaction and a few statements for them all
+        (`queues.operator_batches`)."""
+        check_retry_time(at)
+        now = self.now()
+        return operator_batches.retry(self, job_ids, at or now, now, where)
+
+    def _retry_one(self, job_id, at: datetime, now: datetime) -> None:
+        job = self._locked(job_id)
+        blocked = lambda: bool(self.store.blocked([job.id]))  # noqa: E731
+        fields = retry_fields(job, at, blocked)
+        self._update(job, {**fields, **unique.retake(self.store, job, now)})
+        self._note_ended_run(job, AttemptEnd.RETRIED, JobStatus.PENDING, RETRIED_RUNNING, now)
+        change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
+        effects.apply_tallies(self.store, [change], now)
+        self._announce_operator(job, fields, JobStatus.PENDING, now)
 
     def cancel_job(self, job_id: UUID | str, reason: str = "Cancelled by an operator") -> None:
         """Fail a Pending or Running job for good (a running handler's outcome is then
         discarded); its dependents, workflow and fail-fast batch react as to any failure."""
         self._fail_for_good(job_id, JobStatus.FAILED, reason)
 
+    def cancel_jobs(
+        self,
+        job_ids: Iterable[UUID | str],
+        reason: str = "Cancelled by an operator",
+        where: Callable[[Job], bool] | None = None,
+    ) -> JobsActed:
+        """`cancel_job` on those of `job_ids` it applies to and `where` holds for, in one
+        transaction (`queues.operator_batches`)."""
+        return operator_batches.fail_for_good(self, job_ids, JobStatus.FAILED, reason, where)
+
     def mark_job_dead(self, job_id: UUID | str, reason: str = "Marked dead by an operator") -> None:
         self._fail_for_good(job_id, JobStatus.DEAD, reason)
 
+    def mark_jobs_dead(
+        self,
+        job_ids: Iterable[UUID | str],
+        reason: str = "Marked dead by an operator",
+        where: Callable[[Job], bool] | None = None,
+    ) -> JobsActed:
+        """`mark_job_dead` on many jobs, as `cancel_jobs`."""
+        return operator_batches.fail_for_good(self, job_ids, JobStatus.DEAD, reason, where)
+
     def _fail_for_good(self, job_id, status: JobStatus, reason: str) -> None:
         now = self.now()
+        self._atomic(lambda: self._fail_one(job_id, status, reason, now))
+
+    def _fail_one(self, job_id, status: JobStatus, reason: str, now: datetime) -> None:
         end = AttemptEnd.CANCELLED if status == JobStatus.FAILED else AttemptEnd.MARKED_DEAD
-
-        def work():
-            job = self._locked(job_id)
-            old = job.status
-            fields = fail_for_good_fields(job, status, reason, now)
-            self._update(job, fields)
-            self._note_ended_run(job, end, status, fields["error_message"], now)
-            job.status = status
-            _, more = effects.after_terminal_failure(self.store, job, now)
-            changes = [(job.batch_id, job.workflow_id, old, status), *more]
-            effects.apply_tallies(self.store, changes, now)
-            self._announce_operator(job, fields, status, now)
-
-        self._atomic(work)
+        job = self._locked(job_id)
+        old = job.status
+        fields = fail_for_good_fields(job, status, reason, now)
+        self._update(job, fields)
+        self._note_ended_run(job, end, status, fields["error_message"], now)
+        job.status = status
+        _, more = effects.after_terminal_failure(self.store, job, now)
+        changes = [(job.batch_id, job.workflow_id, old, status), *more]
+        effects.apply_tallies(self.store, changes, now)
+        self._announce_operator(job, fields, status, now)
 
     def _announce_operator(self, job: Job, fields: dict, status: str, now) -> None:
         """The signal of an operator's action on `job` (sent once it commits)."""

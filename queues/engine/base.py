@@ -226,6 +226,9 @@ class Store(Protocol):
     def blocked(self, ids: Collection[UUID]) -> set[UUID]:
         """Those of `ids` that wait for a job that is not Completed."""
 
+    def with_dependents(self, ids: Collection[UUID]) -> set[UUID]:
+        """Those of `ids` that other jobs wait for."""
+
     # Batches and workflows ----------------------------------------------------------------
     def insert_group(self, row: Group) -> None:
         """Insert a batch or workflow row; an id that is taken raises `IntegrityError`."""

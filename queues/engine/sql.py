@@ -332,6 +332,10 @@ class SqlStore:
     def dependents(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
         return set(self._edges().filter(parent_id__in=list(ids)).values_list("job_id", flat=True))
 
+    def with_dependents(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+        parents = self._edges().filter(parent_id__in=list(ids)).values_list("parent_id", flat=True)
+        return set(parents.distinct())
+
     def blocked(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
         waiting = self._edges().filter(job_id__in=list(ids))
         unfinished = waiting.exclude(parent__status=JobStatus.COMPLETED)

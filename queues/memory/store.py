@@ -392,6 +392,9 @@ class MemoryStore:
     def dependents(self, ids) -> set[UUID]:
         return {child for parent in ids for child in self.children.get(parent, [])}
 
+    def with_dependents(self, ids) -> set[UUID]:
+        return {parent for parent in ids if self.children.get(parent)}
+
     def blocked(self, ids) -> set[UUID]:
         def waits(job_id) -> bool:
             parents = self.parents.get(job_id, [])

@@ -12,6 +12,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from ..enums import JobStatus
 from ..exceptions import QueueError
+from ..validation import parse_job_id
 from .access import action, notice
 
 MAX_BULK = 500
@@ -125,19 +126,39 @@ def bulk(request, queue):
     ids = request.POST.getlist("ids")[:MAX_BULK]
     if not ids:
         return notice(request, "Select some jobs first.", messages.WARNING)
-    refused = []
     told = _told(verb, request)
-    for job_id in ids:
-        try:
-            getattr(queue, method)(job_id, **told)
-        except QueueError as exc:
-            refused.append(str(exc))
+    if verb == "delete":
+        refused = []
+        for job_id in ids:
+            try:
+                getattr(queue, method)(job_id, **told)
+            except QueueError as exc:
+                refused.append(str(exc))
+    else:  # one transaction for them all (`JobQueue.retry_jobs`, `cancel_jobs`)
+        valid, refused = _job_ids(ids)
+        refused += getattr(queue, f"{method}s")(valid, **told).refusals()
     ok = len(ids) - len(refused)
     text = f"{ok} of {len(ids)} jobs {done}."
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         text += f" Refused: {refused[0]}{more}"
     return notice(request, text, messages.WARNING if refused else messages.SUCCESS)
+
+
+def _job_ids(ids: list[str]) -> tuple[list, list[str]]:
+    """The ids of the form that are job ids (each once), and why the others are not."""
+    valid, refused = [], []
+    for job_id in ids:
+        try:
+            parsed = parse_job_id(job_id)
+        except QueueError as exc:
+            refused.append(str(exc))
+        else:
+            if parsed in valid:
+                refused.append(f"job {parsed} is selected twice")
+            else:
+                valid.append(parsed)
+    return valid, refused
 
 
 @action("queues.change_job")

@@ -160,6 +160,18 @@ def test_bulk_retry_reports_refusals(operator_client, engine, qname):
     assert engine.get_job(pending.id).status == JobStatus.FAILED
 
 
+def test_bulk_retry_of_junk_and_unknown_ids_retries_the_others(operator_client, engine, qname):
+    dead = [make_dead(engine, qname) for _ in range(2)]
+    ids = [str(j.id) for j in dead] + ["not-an-id", "00000000-0000-4000-8000-000000000000"]
+    response = operator_client.post(
+        reverse("dashboard:bulk"), {"action": "retry", "ids": ids}, headers=HTMX
+    )
+    text = response.content.decode()
+    assert response.status_code == 200 and "2 of 4 jobs queued again" in text, text
+    assert "not a job id" in text and "(and 1 more)" in text
+    assert {engine.get_job(j.id).status for j in dead} == {JobStatus.PENDING}
+
+
 def test_bulk_retry_and_delete(operator_client, engine, qname):
     dead = [make_dead(engine, qname) for _ in range(3)]
     operator_client.post(
