@@ -42,9 +42,10 @@ def scan_window(using: str = "default", tagged: bool = False) -> int:
 #: The "all N matching" confirmation of a filter that reads rows counts the newest this many
 #: jobs only. An exact count of an error text read 1,000,000 rows: 218 ms on PostgreSQL on a
 #: quiet machine, over a second on SQLite and MariaDB; the newest 100,000 along the created
-#: index (a random read each) took 370 ms on SQLite at load 8 (docs/benchmarks.md).
+#: index (a random read each) took 370 ms on SQLite at load 8; MariaDB's reads of 10,000
+#: missed its (shared, 128 MB) buffer pool one in three: 850 ms (docs/benchmarks.md).
 COUNT_WINDOW = 20_000
-MYSQL_COUNT_WINDOW = 10_000
+MYSQL_COUNT_WINDOW = 2_000
 
 
 def count_window(using: str = "default") -> int:
@@ -66,6 +67,13 @@ def count_matches(flt: SearchFilter, using: str = "default") -> MatchCount:
     `count_window()` rows of the page's walk (the newest), and saying so."""
     rows = flt.rows(using)
     window = count_window(using)
+    if flt.tag and not flt.problems and flt.query().keys() <= {"tag", "queue"}:
+        # A tag (of a queue): its rows, one per job (the unique (job, tag)), counted along
+        # its index alone; through the jobs, each would be looked up by primary key too.
+        tagged = JobTag.objects.using(using).filter(tag=flt.tag)
+        if flt.queue:
+            tagged = tagged.filter(queue_name=flt.queue)
+        return MatchCount(tagged.count())
     if flt.problems or flt.job_id or not flt.reads_rows:
         return MatchCount(rows.count())
     edge = list(_spine(flt, None, using)[window - 1 : window])

@@ -5,6 +5,7 @@ confirmation of a filter that reads rows counts a bounded window and says so."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -92,3 +93,19 @@ def test_the_count_of_a_filter_that_reads_rows_is_bounded_and_says_so(
     monkeypatch.setattr(search_page, "MYSQL_COUNT_WINDOW", 1_000_000)
     whole = count_matches(SearchFilter.from_query({"error": marker}))
     assert (whole.n, whole.window) == (6, 0)  # the table is within the window: exact
+
+
+def test_the_count_of_a_tag_reads_the_tags_index_alone(engine, qname):
+    # Through the jobs, each tagged job was looked up by primary key as well: 5,000 random
+    # reads for "vip" on 1,000,000 jobs (444 ms on MariaDB, its buffer pool missing).
+    tag = f"count-{uuid.uuid4().hex[:8]}"
+    for queue in (qname, qname + "-b", qname + "-b"):
+        enqueue(engine, queue, tags=[tag, "other"])
+    with CaptureQueriesContext(connection) as ctx:
+        counts = [count_matches(SearchFilter.from_query(q)).n
+                  for q in ({"tag": tag}, {"tag": tag, "queue": qname + "-b"})]  # fmt: skip
+    assert counts == [3, 2]
+    for query in ctx.captured_queries:
+        plan = _plan(query["sql"])
+        assert re.search(r"queues_job\b(?!tag)", plan) is None, plan  # not the jobs' table
+        assert "queues_jobtag" in plan or "job_tag" in plan, plan
