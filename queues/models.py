@@ -223,8 +223,21 @@ class Job(models.Model):
                 condition=Q(status=JobStatus.RUNNING),
                 name="job_lease_expiry",
             ),
-            # Counts per queue and status, listings, pruning of finished jobs.
-            models.Index(fields=["queue_name", "status", "created_at"], name="job_queue_status"),
+            # Counts per queue and status, listings, pruning of finished jobs; and the history
+            # page's sample of each queue's newest completions (queues.trends), read from the
+            # index alone (its times are in it): through the rows, six queues' samples missed
+            # MariaDB's buffer pool (350 to 430 ms at a million jobs).
+            models.Index(
+                fields=[
+                    "queue_name",
+                    "status",
+                    "created_at",
+                    "scheduled_at",
+                    "started_at",
+                    "completed_at",
+                ],
+                name="job_queue_status",
+            ),  # fmt: skip
             models.Index(fields=["status", "completed_at"], name="job_status_completed"),
             # The admin's job list, newest first (its default order, with Django's -pk): a
             # page of it without a filter sorted all the jobs (3.1 s on a million); and the

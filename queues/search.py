@@ -118,6 +118,15 @@ class SearchFilter:
             or self.error or self.finished_from or self.finished_to
         )  # fmt: skip
 
+    @property
+    def reads_rows(self) -> bool:
+        """Whether counting its jobs reads each candidate row: no index answers a text, a
+        priority or a finished range (`search_page.count_matches` bounds such a count)."""
+        return bool(
+            self.payload or self.error or self.priority is not None
+            or self.finished_from or self.finished_to
+        )  # fmt: skip
+
     def describe(self) -> str:
         parts = [f"job {self.job_id}"] if self.job_id else []
         for label, value in (("queue", self.queue), ("status", self.status),
@@ -175,9 +184,9 @@ class SearchFilter:
     def _finished(self, rows: QuerySet) -> QuerySet:
         """Finished (a terminal status) within the range, at its first end time, as
         `Job.duration` and the purge (`queues.purging`) read it."""
-        rows = rows.alias(
-            finished_at=Coalesce("completed_at", "failed_at", "timed_out_at")
-        ).filter(status__in=sorted(TERMINAL_STATUSES))
+        rows = rows.alias(finished_at=Coalesce("completed_at", "failed_at", "timed_out_at")).filter(
+            status__in=sorted(TERMINAL_STATUSES)
+        )
         if self.finished_from:
             rows = rows.filter(finished_at__gte=datetime.fromisoformat(self.finished_from))
         if self.finished_to:

@@ -17,7 +17,7 @@ from .. import bulk
 from ..enums import PRIORITY_CHOICES, JobStatus
 from ..models import BulkOperation
 from ..search import SearchFilter
-from ..search_page import search_jobs
+from ..search_page import count_matches, search_jobs
 from .access import action, check_input, notice, page
 from .actions import JOB_ACTIONS
 
@@ -76,7 +76,7 @@ def confirm(request, queue):
     if refused is not None:
         return refused
     fields = {**flt.query(), "fixed_queue": request.POST.get("fixed_queue", "")}
-    context = {"verb": verb, "filter": flt, "count": flt.rows().count(), "fields": fields}
+    context = {"verb": verb, "filter": flt, "count": count_matches(flt), "fields": fields}
     if request.htmx:
         return render(request, "hammerweb/bulk_panel.html#bulk-confirm", context)
     return render(request, "hammerweb/bulk_panel.html", context)

@@ -141,7 +141,10 @@ def _jobs_pages(biggest: str, job) -> list:
     """The all-queues jobs page (`queues.search_page`) with each filter, its page 2, and
     the counts of "all matching" confirmations."""
     url = reverse("dashboard:jobs")
-    hour_ago = (timezone.now() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+    now = timezone.now()
+    hour_ago, day_ago, days_ago = (
+        (now - timedelta(hours=h)).strftime("%Y-%m-%dT%H:%M") for h in (1, 24, 48)
+    )
     filters = [
         ("no filter", {}),
         ("by id", {"id": str(job)}),
@@ -155,14 +158,24 @@ def _jobs_pages(biggest: str, job) -> list:
         ("error text", {"error": "HTTP 503"}),
         ("created in the last hour", {"created_from": hour_ago}),
         ("finished in the last hour", {"finished_from": hour_ago}),
+        (f"queue {biggest}", {"queue": biggest}),
+        ("created 2 to 1 days ago", {"created_from": days_ago, "created_to": day_ago}),
+        ("finished 2 to 1 days ago", {"finished_from": days_ago, "finished_to": day_ago}),
     ]
     pages = [(f"jobs page, {label}", f"{url}?{urlencode(query)}", {}) for label, query in filters]
     cursor = search_jobs(SearchFilter()).next_cursor
     pages.append(("jobs page, page 2", f"{url}?{urlencode({'after': cursor})}", {}))
+    dead = {"status": "Dead"}
+    cursor = search_jobs(SearchFilter.from_query(dead)).next_cursor
+    pages.append(
+        ("jobs page, status Dead, page 2", f"{url}?{urlencode({**dead, 'after': cursor})}", {})
+    )
     confirm, htmx = reverse("dashboard:bulk-confirm"), {"HX-Request": "true"}
     for label, query in (("status Dead", {"status": "Dead"}), ("tag vip", {"tag": "vip"}),
                          (f"queue {biggest}, status Failed", filters[3][1]),
-                         ("error text", {"error": "HTTP 503"})):  # fmt: skip
+                         ("error text", {"error": "HTTP 503"}),
+                         ("payload text", {"q": "user4242@"}),
+                         ("priority Critical", {"priority": "4"})):  # fmt: skip
         pages.append((f"bulk count, {label}", confirm, htmx, {"action": "retry", **query}))
     return pages
 
