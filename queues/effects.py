@@ -15,7 +15,7 @@ each once, batches before workflows, in the order of their ids' text (`apply_tal
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
@@ -56,10 +56,16 @@ def record_all(
         ids = [job.id for job in jobs]
         return ids if with_dependents is None else [i for i in ids if i in with_dependents]
 
+    order = {job.id: i for i, (job, _) in enumerate(written)}
     released = release_all(store, parents(job for job, plan in written if plan.completed))
     failing = [job for job, plan in written if plan.terminal_failure]
-    cancelled, more = fail_all(store, failing, set(parents(failing)), now)
+    cancelled, more = fail_all(store, failing, set(parents(failing)), now, order)
     changes += more
+    # A dependent that a failure listed before its parent failed was, one by one, failed
+    # before that parent completed: not released (its row ends the same either way).
+    failed_by = {child: order[job_id] for job_id, ids in cancelled.items() for child in ids}
+    for parent, children in released.items():
+        released[parent] = [c for c in children if failed_by.get(c, len(order)) > order[parent]]
     for (job, _), answer in zip(written, recorded, strict=True):
         answer.unblocked = released.get(job.id, [])
         answer.cancelled = cancelled.get(job.id, [])
@@ -128,47 +134,57 @@ def after_terminal_failure(store: Store, job: Job, now: datetime):
 
 
 def fail_all(
-    store: Store, jobs: Sequence[Job], with_dependents: Collection[UUID] | None, now: datetime
+    store: Store,
+    jobs: Sequence[Job],
+    with_dependents: Collection[UUID] | None,
+    now: datetime,
+    order: Mapping[UUID, int] | None = None,
 ) -> tuple[dict[UUID, list[UUID]], list[Change]]:
-    """Fail what can no longer run because `jobs` failed for good, in their order:
-    ({job: the ids it failed}, their changes). A workflow's or batch's cascade runs for the
-    first of `jobs` in it only: it fails every Pending job there, the later ones would find
-    none. `with_dependents` (None: unknown) spares the read of the dependents of the others."""
+    """Fail what can no longer run because `jobs` failed for good, as if one by one in
+    their order: ({job: the ids it failed}, their changes). `order` places the jobs of the
+    claim whose outcomes were written (one by one, those after a failure were still
+    Running when it happened); `with_dependents` (None: unknown) spares the read of the
+    dependents of the others. The Pending jobs of a workflow or batch are locked once
+    (at its first failure): a later failure fails only those the earlier left, and the
+    claim's jobs sent back to Pending between them."""
+    order = order or {}
     groups: dict[tuple[type, UUID], object] = {}
-    done: set[tuple[str, UUID]] = set()
+    pending: dict[tuple[str, UUID], list[Job]] = {}
+    taken: set[UUID] = set()
     cancelled: dict[UUID, list[UUID]] = {}
     changes: list[Change] = []
 
     def group(model, group_id):
-        if group_id is None:
-            return None
-        if (model, group_id) not in groups:
+        if group_id is not None and (model, group_id) not in groups:
             groups[model, group_id] = store.get_group(model, group_id)
-        return groups[model, group_id]
+        return groups.get((model, group_id))
 
     for job in jobs:
+        here = order.get(job.id, 0)
         workflow, batch = group(Workflow, job.workflow_id), group(Batch, job.batch_id)
         policy = workflow.failure_policy if workflow is not None else None
         mode = batch.failure_mode if batch is not None else None
         for reach, fields in failure_cascade(job.id, policy, mode, now):
-            if reach == "workflow":
-                key, match = (reach, job.workflow_id), Match(workflow_id=job.workflow_id)
-            elif reach == "dependents":
+            if reach == "dependents":
                 if with_dependents is not None and job.id not in with_dependents:
                     continue
-                key, match = None, Match(ids=transitive_dependents(store, job.id))
+                match = Match(ids=transitive_dependents(store, job.id))
+                rows = store.lock_jobs(replace(match, status=JobStatus.PENDING))
             else:
-                key, match = (reach, job.batch_id), Match(batch_id=job.batch_id)
-            if key in done:
-                continue
-            if key is not None:
-                done.add(key)
-            rows = store.lock_jobs(replace(match, status=JobStatus.PENDING))
+                key = (reach, job.workflow_id if reach == "workflow" else job.batch_id)
+                if key not in pending:
+                    match = (
+                        Match(workflow_id=key[1]) if reach == "workflow" else Match(batch_id=key[1])
+                    )
+                    pending[key] = store.lock_jobs(replace(match, status=JobStatus.PENDING))
+                rows = pending[key]
+            rows = [r for r in rows if r.id not in taken and order.get(r.id, -1) < here]
             if not rows:
                 continue
             # Listed in UUID order, not the database's (MariaDB's native UUIDs sort by
             # their last group first): every store answers alike.
             ids = sorted(row.id for row in rows)
+            taken.update(ids)
             store.update_jobs(Match(ids=ids, status=JobStatus.PENDING), fields)
             cancelled.setdefault(job.id, []).extend(ids)
             changes += [

@@ -56,7 +56,8 @@ def scenario(queue, name: str):
     fast = JobBatch(
         "fast",
         [job(name, f"f{i}", max_attempts=1) for i in range(3)]
-        + [job(name, f"f{i}", later=True) for i in range(3, 5)],
+        + [job(name, f"f{i}", later=True) for i in range(3, 5)]
+        + [job(name, key, max_attempts=2) for key in ("f_back_before", "f_back_after")],
         partial_failure_mode=PartialFailureMode.FAIL_FAST,
     )
     ending = JobBatch(  # its last jobs finish in the claim, one of them fails it
@@ -76,6 +77,9 @@ def scenario(queue, name: str):
     x, y = job(name, "x", max_attempts=1), job(name, "y", max_attempts=1)
     strict = JobGroup("strict", FailurePolicy.FAIL_FAST).add_parallel_jobs([x, y])
     strict.add_job(job(name, "z").depends_on_job(x)).add_job(job(name, "w", later=True))
+    x2, y2 = job(name, "x2", max_attempts=1), job(name, "y2", max_attempts=1)
+    strict2 = JobGroup("strict2", FailurePolicy.FAIL_FAST).add_parallel_jobs([x2, y2])
+    strict2.add_job(job(name, "z2").depends_on_job(x2))
     groups = {
         "mixed": (Batch, queue.enqueue_batch(mixed)),
         "fast": (Batch, queue.enqueue_batch(fast)),
@@ -83,6 +87,7 @@ def scenario(queue, name: str):
         "done": (Batch, queue.enqueue_batch(done)),
         "flow": (Workflow, queue.enqueue_workflow(flow)),
         "strict": (Workflow, queue.enqueue_workflow(strict)),
+        "strict2": (Workflow, queue.enqueue_workflow(strict2)),
     }
     queue.enqueue(job(name, "cron_ok", cron_schedule="0 */5 * * * *"))
     queue.enqueue(job(name, "cron_bad", cron_schedule="0 */5 * * * *", max_attempts=1))
@@ -95,8 +100,10 @@ def scenario(queue, name: str):
         "m3": JobOutcome.dead("gave up"),
         "m4": JobOutcome.retry(now + timedelta(minutes=5), error="later"),
         "f0": JobOutcome.completed(),
+        "f_back_before": JobOutcome.retry(now),  # Pending again: the failure fails it
         "f1": JobOutcome.failed("boom"),  # fails f3 and f4, still Pending
         "f2": JobOutcome.completed(),  # a completion after the failure, same claim
+        "f_back_after": JobOutcome.failed("again"),  # Pending after the failure: stays
         "e0": JobOutcome.completed(),
         "e1": JobOutcome.failed("last ones"),
         "e2": JobOutcome.completed(),
@@ -108,6 +115,8 @@ def scenario(queue, name: str):
         "p2": JobOutcome.timed_out(),  # no attempts left: fails c2 and g2
         "x": JobOutcome.completed(),  # releases z, which y's fail-fast then fails
         "y": JobOutcome.dead("strict"),
+        "y2": JobOutcome.dead("strict first"),  # fails z2 before x2 would release it
+        "x2": JobOutcome.completed(),
         "cron_ok": JobOutcome.completed(),
         "cron_bad": JobOutcome.failed("cron run failed"),
         "single": JobOutcome.completed(),
@@ -176,7 +185,7 @@ def test_a_claims_group_outcomes_write_what_they_write_one_by_one(queue):
     assert told == told_alone
     # What the rules give, for the record.
     assert rows["mixed"]["status"] == BatchStatus.PROCESSING
-    assert (rows["fast"]["status"], rows["fast"]["failed_jobs"]) == (BatchStatus.FAILED, 3)
+    assert (rows["fast"]["status"], rows["fast"]["failed_jobs"]) == (BatchStatus.FAILED, 4)
     assert rows["f3"]["error_message"] == rows["f4"]["error_message"]
     assert rows["f3"]["error_message"] == "Batch failed: job f1 failed (fail-fast mode)"
     assert rows["ending"]["status"] == BatchStatus.FAILED and rows["ending"]["completed_at"]
@@ -186,7 +195,9 @@ def test_a_claims_group_outcomes_write_what_they_write_one_by_one(queue):
     assert rows["z"]["status"] == rows["w"]["status"] == JobStatus.FAILED
     assert rows["cron_ok"]["status"] == rows["cron_bad"]["status"] == JobStatus.PENDING
     keys = [j.payload["k"] for j, _ in finished]
-    assert told[keys.index("x")][2] == ["z"]
+    assert told[keys.index("x")][2] == ["z"] and told[keys.index("x2")][2] == []
+    assert rows["f_back_before"]["status"] == JobStatus.FAILED
+    assert rows["f_back_after"]["status"] == JobStatus.PENDING
 
 
 def batch_claim(queue, size: int):
