@@ -2,11 +2,11 @@
 transaction: dependents released or failed, workflow failure policies, fail-fast batches, and
 the tallies of batches and workflows.
 
-The outcomes of a claim take their effects together (`record_all`): the dependents of all
-its completed jobs are released with one read of the edges, a workflow's or a fail-fast
-batch's cascade runs once (for the claim's first failure in it: the later ones find no
-Pending job left), and each batch and workflow row is locked and written once. An outcome
-written alone is a claim of one job: the same code.
+The outcomes of a claim take their effects together (`record_all`), as if written one by
+one in the claim's order: the dependents of all its completed jobs are released with one
+read of the edges, the Pending jobs of a fail-fast workflow or batch are locked once, and
+each batch and workflow row is locked and written once with the claim's whole change. An
+outcome written alone is a claim of one job: the same code.
 
 Lock order, to keep concurrent outcomes free of deadlocks: the jobs' own rows (locked by
 their fenced write), then other jobs' rows in id order, then batch and workflow rows last,

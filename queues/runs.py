@@ -106,8 +106,9 @@ class Runs:
         self, finished: Sequence[tuple[Job, JobOutcome]]
     ) -> list[RecordedOutcome | None]:
         """Record many runs' outcomes in one transaction: what a batch worker does with the
-        jobs it finished. Plain completions (no result, batch, workflow or schedule) are
-        written with one statement per claim; the rest one by one."""
+        jobs it finished. Plain completions (no result, no schedule) are written with one
+        statement per claim, the other outcomes with a locking read and one statement per
+        shape, then their effects on dependents, batches and workflows together."""
         return self.finish_and_start_runs(finished, [])[0]
 
     def finish_and_start_runs(
