@@ -74,11 +74,6 @@ def record_all(
 
 
 # Dependencies -------------------------------------------------------------------------------
-def release_dependents(store: Store, parent_id: UUID) -> list[UUID]:
-    """Mark the waiting dependents of a completed job whose parents are all Completed."""
-    return release_all(store, [parent_id]).get(parent_id, [])
-
-
 def release_all(store: Store, parent_ids: Sequence[UUID]) -> dict[UUID, list[UUID]]:
     """Release the waiting dependents of completed jobs whose parents are all Completed,
     with one read of the edges: {parent: the dependents released, sorted}. A dependent of
