@@ -146,6 +146,7 @@ class Runs:
             for batch_id in sorted(failed_batches, key=str)
         }
         answers = [LOST] * len(jobs)
+        cancelling: list[int] = []
         for i, job in enumerate(jobs):
             if job.id not in started:
                 continue
@@ -154,16 +155,19 @@ class Runs:
             if paused:
                 answers[i] = RELEASED if self.release_job_run(job) else LOST
             elif batch_failed:
-                outcome = JobOutcome.cancelled(errors[job.batch_id])
-                recorded = self._record(job, outcome, now, attempts)
-                answers[i] = CANCELLED if recorded else LOST
+                cancelling.append(i)
             else:
                 answers[i] = STARTED
+        if cancelling:  # the held jobs of failed batches, failed together as one write's
+            outcomes = [
+                (jobs[i], JobOutcome.cancelled(errors[jobs[i].batch_id])) for i in cancelling
+            ]
+            recorded = self._record_many(outcomes, now, attempts)
+            for i, answer in zip(cancelling, recorded, strict=True):
+                answers[i] = CANCELLED if answer else LOST
         return answers
 
-    def _record_many(
-        self, finished, now: datetime, attempts: list
-    ) -> list[RecordedOutcome | None]:
+    def _record_many(self, finished, now: datetime, attempts: list) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
         each, plain = _split_finished(finished)
         grouped: list[tuple[int, Plan]] = []  # the outcomes whose effects reach other rows

@@ -269,3 +269,36 @@ def test_two_workers_finishing_one_batch_at_once_keep_its_tallies(db_queue, fail
         )
         ends = [e for e in recorder.events if e.name in ("job_succeeded", "job_failed")]
         assert sorted(str(e["job_id"]) for e in ends) == sorted(str(j.id) for j in jobs)
+
+
+def held_of_a_failed_batch(queue, size: int):
+    """`size` held jobs of a fail-fast batch that another job of the claim failed."""
+    name = unique_queue("group_held")
+    jobs = [Job(queue_name=name, payload={"i": i}, max_attempts=1) for i in range(size + 1)]
+    batch_id = queue.enqueue_batch(JobBatch("held", jobs, PartialFailureMode.FAIL_FAST))
+    first, *held = queue.dequeue(name, DequeueOptions.batch(size + 1))
+    assert queue.finish_job_run(first, JobOutcome.failed("first")).status == JobStatus.DEAD
+    return batch_id, first, held
+
+
+def test_held_jobs_of_a_failed_batch_are_failed_together_at_their_start(queue):
+    batch_id, first, held = held_of_a_failed_batch(queue, 4)
+    _, answers = queue.finish_and_start_runs([], held)
+    assert answers == ["cancelled"] * 4
+    for job in held:
+        stored = queue.get_job(job.id)
+        assert stored.status == JobStatus.FAILED and stored.run_token is None
+        assert stored.error_message == f"Batch failed: job {first.id} failed (fail-fast mode)"
+    status = queue.get_batch_status(batch_id)
+    assert (status.status, status.failed_jobs, status.pending_jobs) == (BatchStatus.FAILED, 5, 0)
+
+
+def test_the_statements_of_failing_held_jobs_do_not_grow_with_them(db_queue):
+    counts = []
+    for size in (3, 30):
+        _, _, held = held_of_a_failed_batch(db_queue, size)
+        with CaptureQueriesContext(connection) as queries:
+            _, answers = db_queue.finish_and_start_runs([], held)
+        assert answers == ["cancelled"] * size
+        counts.append(len(queries))
+    assert counts[0] == counts[1], counts
