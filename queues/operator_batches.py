@@ -94,7 +94,7 @@ def fail_for_good(queue, job_ids: Iterable, status: str, reason: str, where) -> 
 
     def work() -> JobsActed:
         jobs, result = _lock(store, ids, action, where)
-        parents = store.with_dependents([job.id for job in jobs]) if jobs else set()
+        parents = set(store.dependents_of([job.id for job in jobs])) if jobs else set()
         alone = [job for job in jobs if _reaches_others(job, parents)]
         plain = [job for job in jobs if not _reaches_others(job, parents)]
         written = [(job, fail_for_good_fields(job, status, reason, now)) for job in plain]

@@ -1,13 +1,10 @@
-"""The outcomes of a batch that are not plain completions (a result, a retry, a failure), for
-jobs in no batch, workflow or schedule: written together, not one by one. Per claim, one
-locking read fences the runs (`lock_runs`: which are still this run's, and which have
-dependents), then one UPDATE per shape of outcome gives each row its own values
-(`update_each`). The rules are `plan_outcome`'s and the effects `effects.record`'s, as for
-an outcome written alone; only the statements are shared.
-
-Jobs of a batch, a workflow or a schedule stay one by one (their effects lock the group
-rows and reschedule in place), as do the dependents of the jobs written here: a job with
-dependents takes `effects.record`, which releases or fails them."""
+"""The outcomes of a claim that are not plain completions (a result, a retry, a failure, a
+recurring job's next run, any outcome of a job of a batch or workflow): written together,
+not one by one. Per claim, one locking read fences the runs (`lock_runs`: which are still
+this run's, and which have dependents), then one UPDATE per shape of outcome gives each row
+its own values (`update_each`). The rules are `plan_outcome`'s, as for an outcome written
+alone; the effects on the jobs and groups around them (`effects.record_all`) are taken once
+for the whole write, after every outcome of it."""
 
 from __future__ import annotations
 
@@ -15,15 +12,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from . import effects, history, signals
+from . import history, signals
 from .models import FailedAttempt, Job
 from .outcomes import JobOutcome, Plan, RecordedOutcome, plan_outcome
 
 
-def can_batch(job: Job) -> bool:
-    """Whether the outcome of `job`'s run is written with the others of its claim: a job
-    whose outcome touches no group row nor its own schedule."""
-    return not (job.batch_id or job.workflow_id or job.cron_schedule)
+def completes_plainly(job: Job, outcome: JobOutcome) -> bool:
+    """Whether the outcome is written by the plain completion statement (`complete_runs`):
+    a completion without a result of a job with no schedule (whose completion would set
+    its next run)."""
+    return outcome.kind == "completed" and outcome.result is None and not job.cron_schedule
+
+
+def has_effects(job: Job, has_dependents: bool) -> bool:
+    """Whether the outcome of `job`'s run changes rows other than its own."""
+    return has_dependents or job.batch_id is not None or job.workflow_id is not None
 
 
 def record_each(
@@ -34,10 +37,13 @@ def record_each(
     now: datetime,
     attempts: list[FailedAttempt],
     results: list[RecordedOutcome | None],
+    grouped: list[tuple[int, Plan]],
+    with_dependents: set[UUID],
 ) -> None:
     """Record the outcomes of `finished` at `indexes` (runs of the claim `token`) in the
     caller's transaction: their answers go to `results` (None: a stale run), their history
-    rows to `attempts`."""
+    rows to `attempts`, those whose effects reach other rows to `grouped` (and
+    `with_dependents`, those that have dependents), for `effects.record_all`."""
     store = queue.store
     locked = store.lock_runs([finished[i][0].id for i in indexes], token)
     shapes: dict[tuple[str, ...], dict[UUID, dict]] = {}
@@ -57,10 +63,11 @@ def record_each(
     for i, plan in written:
         job, outcome = finished[i]
         attempt, started_at = job.attempts, job.started_at  # before the plan's values
-        if locked[job.id]:
-            results[i] = effects.record(store, job, plan, now)
-        else:  # no dependents, no group: only the job itself changes
-            for name, value in plan.fields.items():
-                setattr(job, name, value)
-            results[i] = RecordedOutcome(status=plan.status, next_run_at=plan.next_run_at)
+        for name, value in plan.fields.items():
+            setattr(job, name, value)
+        results[i] = RecordedOutcome(status=plan.status, next_run_at=plan.next_run_at)
+        if has_effects(job, locked[job.id]):
+            grouped.append((i, plan))
+            if locked[job.id]:
+                with_dependents.add(job.id)
         signals.run_ended(store, type(queue), job, outcome, plan.status, attempt, started_at, now)

@@ -4,9 +4,10 @@ reaped, released or operator-retried run writes nothing and is told so (None, Fa
 
 The hot path is `finish_and_start_runs`: one transaction, one catalogue statement per claim
 for the plain completions and one for the start markers, a locking read and one UPDATE per
-shape of outcome for the other outcomes of jobs in no batch, workflow or schedule
-(`outcome_batches`); the rest one fenced write each, and one INSERT for the error history of
-every run of the write that failed (`history`).
+shape of outcome for the other outcomes (`outcome_batches`), then the effects of them all
+on their dependents, batches and workflows, each group row locked and written once
+(`effects.record_all`), and one INSERT for the error history of every run of the write
+that failed (`history`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from . import effects, history, signals
 from .enums import JobStatus
 from .groups import BATCH_FAILED, batch_failed_error
 from .models import FailedAttempt, Job
-from .outcome_batches import can_batch, record_each
-from .outcomes import JobOutcome, RecordedOutcome, check_outcome, plan_outcome
+from .outcome_batches import completes_plainly, has_effects, record_each
+from .outcomes import JobOutcome, Plan, RecordedOutcome, check_outcome, plan_outcome
 from .validation import positive_lease
 
 #: What `start_claimed_run` did with a held job.
@@ -117,8 +118,9 @@ class Runs:
         self, finished: Sequence[tuple[Job, JobOutcome]]
     ) -> list[RecordedOutcome | None]:
         """Record many runs' outcomes in one transaction: what a batch worker does with the
-        jobs it finished. Plain completions (no result, batch, workflow or schedule) are
-        written with one statement per claim; the rest one by one."""
+        jobs it finished. Plain completions (no result, no schedule) are written with one
+        statement per claim, the other outcomes with a locking read and one statement per
+        shape, then their effects on dependents, batches and workflows together."""
         return self.finish_and_start_runs(finished, [])[0]
 
     def finish_and_start_runs(
@@ -156,6 +158,7 @@ class Runs:
             for batch_id in sorted(failed_batches, key=str)
         }
         answers = [LOST] * len(jobs)
+        cancelling: list[int] = []
         for i, job in enumerate(jobs):
             if job.id not in started:
                 continue
@@ -164,27 +167,30 @@ class Runs:
             if paused:
                 answers[i] = RELEASED if self.release_job_run(job) else LOST
             elif batch_failed:
-                outcome = JobOutcome.cancelled(errors[job.batch_id])
-                recorded = self._record(job, outcome, now, attempts)
-                answers[i] = CANCELLED if recorded else LOST
+                cancelling.append(i)
             else:
                 answers[i] = STARTED
+        if cancelling:  # the held jobs of failed batches, failed together as one write's
+            outcomes = [
+                (jobs[i], JobOutcome.cancelled(errors[jobs[i].batch_id])) for i in cancelling
+            ]
+            recorded = self._record_many(outcomes, now, attempts)
+            for i, answer in zip(cancelling, recorded, strict=True):
+                answers[i] = CANCELLED if answer else LOST
         return answers
 
     def _record_many(self, finished, now: datetime, attempts: list) -> list[RecordedOutcome | None]:
         results: list[RecordedOutcome | None] = [None] * len(finished)
-        singles, each, plain = _split_finished(finished)
-        for index in singles:
-            job, outcome = finished[index]
-            if job.run_token is not None:  # else recorded already, under another index
-                results[index] = self._record(job, outcome, now, attempts)
+        each, plain = _split_finished(finished)
+        grouped: list[tuple[int, Plan]] = []  # the outcomes whose effects reach other rows
+        with_dependents: set[UUID] = set()
         for token, indexes in each.items():
-            record_each(self, finished, indexes, token, now, attempts, results)
-        parents: set[UUID] = set()
+            record_each(self, finished, indexes, token, now, attempts, results, grouped,
+                        with_dependents)  # fmt: skip
+        seen: set[UUID] = set()
         for token, indexes in plain.items():
             ids = [finished[i][0].id for i in indexes]
             written = self.store.complete_runs(ids, token, now)
-            parents.update(job_id for job_id, has_dependents in written.items() if has_dependents)
             for i in indexes:
                 job = finished[i][0]
                 if job.id not in written:
@@ -192,15 +198,22 @@ class Runs:
                 job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
                 job.run_token = job.lease_expires_at = None
                 results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+                if has_effects(job, written[job.id]) and job.id not in seen:
+                    seen.add(job.id)  # listed twice: its effects once
+                    grouped.append((i, _COMPLETED))
+                    if written[job.id]:
+                        with_dependents.add(job.id)
                 signals.run_ended(
                     self.store, type(self), job, finished[i][1], JobStatus.COMPLETED,
                     job.attempts, job.started_at, now,
                 )  # fmt: skip
-        # Dependents once every completion is written (a child of two of them is released
-        # at once), in the order of `finished`.
-        for i, (job, _) in enumerate(finished):
-            if job.id in parents and results[i] is not None:
-                results[i].unblocked = effects.release_dependents(self.store, job.id)
+        # The effects once every outcome is written (a child of two completed jobs is
+        # released at once, a batch row written once), in the order of `finished`.
+        grouped.sort(key=lambda pair: pair[0])
+        pairs = [(finished[i][0], plan) for i, plan in grouped]
+        answers = effects.record_all(self.store, pairs, now, with_dependents)
+        for (i, _), answer in zip(grouped, answers, strict=True):
+            results[i] = answer
         return results
 
     def _record(
@@ -260,28 +273,27 @@ def _by_claim(jobs: Sequence[Job]) -> list[tuple[UUID, list[UUID]]]:
 
 def _split_finished(
     finished: Sequence[tuple[Job, JobOutcome]],
-) -> tuple[list[int], dict[UUID, list[int]], dict[UUID, list[int]]]:
-    """How the outcomes are recorded: the indexes recorded one by one (jobs of a batch,
-    workflow or schedule), the other outcomes by claim token (`record_each`), and the plain
-    completions (no result) by claim token, written with one statement. A run without a
-    token is in none (its answer is None); a job listed twice
-    is recorded once (a plain completion answers for both)."""
-    singles: list[int] = []
+) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
+    """How the outcomes are recorded, by claim token: the outcomes written with
+    `record_each`, and the plain completions (no result, no schedule) written with one
+    statement. A run without a token is in neither (its answer is None); a job listed
+    twice is recorded once (a plain completion answers for both)."""
     each: dict[UUID, list[int]] = {}
     plain: dict[UUID, list[int]] = {}
     seen: set[int] = set()
     for index, (job, outcome) in enumerate(finished):
         if job.run_token is None:
             continue
-        if not can_batch(job):
-            singles.append(index)
-            continue
-        if outcome.kind == "completed" and outcome.result is None:
+        if completes_plainly(job, outcome):
             plain.setdefault(job.run_token, []).append(index)
         elif id(job) not in seen:
             seen.add(id(job))
             each.setdefault(job.run_token, []).append(index)
-    return singles, each, plain
+    return each, plain
+
+
+#: What a plain completion (`complete_runs`) wrote, for its effects: the job took its values.
+_COMPLETED = Plan(JobStatus.COMPLETED, {}, terminal_failure=False, completed=True)
 
 
 def _copy(job: Job) -> Job:

@@ -223,11 +223,12 @@ class Store(Protocol):
     def dependents(self, ids: Collection[UUID]) -> set[UUID]:
         """The jobs that wait for any of `ids`."""
 
+    def dependents_of(self, ids: Collection[UUID]) -> dict[UUID, set[UUID]]:
+        """{parent: the jobs that wait for it} of those of `ids` that have dependents (one
+        read for a claim's completions)."""
+
     def blocked(self, ids: Collection[UUID]) -> set[UUID]:
         """Those of `ids` that wait for a job that is not Completed."""
-
-    def with_dependents(self, ids: Collection[UUID]) -> set[UUID]:
-        """Those of `ids` that other jobs wait for."""
 
     # Batches and workflows ----------------------------------------------------------------
     def insert_group(self, row: Group) -> None:

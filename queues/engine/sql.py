@@ -332,9 +332,12 @@ class SqlStore:
     def dependents(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
         return set(self._edges().filter(parent_id__in=list(ids)).values_list("job_id", flat=True))
 
-    def with_dependents(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
-        parents = self._edges().filter(parent_id__in=list(ids)).values_list("parent_id", flat=True)
-        return set(parents.distinct())
+    def dependents_of(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, set[uuid.UUID]]:
+        children: dict[uuid.UUID, set[uuid.UUID]] = {}
+        edges = self._edges().filter(parent_id__in=list(ids)).values_list("parent_id", "job_id")
+        for parent, child in edges:
+            children.setdefault(parent, set()).add(child)
+        return children
 
     def blocked(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
         waiting = self._edges().filter(job_id__in=list(ids))

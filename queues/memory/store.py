@@ -392,8 +392,8 @@ class MemoryStore:
     def dependents(self, ids) -> set[UUID]:
         return {child for parent in ids for child in self.children.get(parent, [])}
 
-    def with_dependents(self, ids) -> set[UUID]:
-        return {parent for parent in ids if self.children.get(parent)}
+    def dependents_of(self, ids) -> dict[UUID, set[UUID]]:
+        return {parent: set(self.children[parent]) for parent in ids if self.children.get(parent)}
 
     def blocked(self, ids) -> set[UUID]:
         def waits(job_id) -> bool:

@@ -73,6 +73,7 @@ def test_benchqueue_runs_runworker_on_every_handler_shape(monkeypatch):
             'returns {"ok": True, "n": i}',
             "@task returning a + b",
             "writes one row with the ORM",
+            "returns None, one enqueue_batch",
         )
     ]
     # Each figure checked that the child completed its 5 jobs (it raises otherwise).

@@ -1,6 +1,7 @@
 """`benchqueue`'s figures of what users run: `manage.py runworker` in a child process,
-start-up included, on the four handler shapes of `shapes` (None, a dict, a django.tasks
-`@task`, an ORM write), with one and two worker processes."""
+start-up included, on the handler shapes of `shapes` (None, a dict, a django.tasks `@task`,
+an ORM write, and None on the jobs of one `enqueue_batch`), with one and two worker
+processes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import time
 from django.conf import settings
 from django.db import connections
 
-from queues.api import Job, JobQueue
+from queues.api import Job, JobBatch, JobQueue
+from queues.groups import MAX_BATCH_JOBS
+from queues.models import Batch
 from queues.task_jobs import task_payload
 
 from ..models import BenchNote
@@ -36,7 +39,7 @@ def runworker_rates(queue: JobQueue, count: int) -> list[Figure]:
 def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes: int) -> Figure:
     _clear(queue, name)
     try:
-        queue.enqueue_many(_jobs(name, count))
+        _enqueue(queue, name, count)
         seconds = _run(queue.using, name, processes)
         completed = queue.get_job_counts_by_status(name)["Completed"]
         if completed != count:
@@ -44,6 +47,15 @@ def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes
     finally:
         _clear(queue, name)
     return Figure("runworker", f"{label}, processes {processes}", count, seconds)
+
+
+def _enqueue(queue: JobQueue, name: str, count: int) -> None:
+    if name != shapes.BATCH:
+        queue.enqueue_many(_jobs(name, count))
+        return
+    jobs = list(_jobs(name, count))
+    for start in range(0, count, MAX_BATCH_JOBS):  # as many batches as it takes
+        queue.enqueue_batch(JobBatch(name, jobs[start : start + MAX_BATCH_JOBS]))
 
 
 def _jobs(name: str, count: int):
@@ -76,4 +88,5 @@ def _clear(queue: JobQueue, name: str) -> None:
     """The queue's jobs and the ORM handler's rows gone: every figure starts clean."""
     with connections[queue.using].cursor() as cursor:
         cursor.execute("DELETE FROM queues_job WHERE queue_name = %s", [name])
+    Batch.objects.using(queue.using).filter(name=name).delete()
     BenchNote.objects.using(queue.using).all().delete()

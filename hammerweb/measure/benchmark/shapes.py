@@ -10,16 +10,20 @@ from workers.api import job_handler
 from ..models import BenchNote
 
 NONE, DICT, TASK, ORM = "bench_rw_none", "bench_rw_dict", "bench_rw_task", "bench_rw_orm"
+#: The jobs of `enqueue_batch` (one batch, tallied as its jobs end), with a None handler.
+BATCH = "bench_rw_batch"
 #: Every shape, in the order of the report: (label, queue).
 SHAPES = [
     ("returns None", NONE),
     ('returns {"ok": True, "n": i}', DICT),
     ("@task returning a + b", TASK),
     ("writes one row with the ORM", ORM),
+    ("returns None, one enqueue_batch", BATCH),
 ]
 
 
 @job_handler(NONE)
+@job_handler(BATCH)
 def returns_none(job):
     return None
 

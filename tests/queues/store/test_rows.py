@@ -102,8 +102,9 @@ def test_dependents_and_blocked_follow_the_edges(store):
     a, b, child = _family(store, name)
     assert store.dependents([a.id]) == store.dependents([a.id, b.id]) == {child.id}
     assert store.dependents([child.id]) == set()
-    assert store.with_dependents([a.id, b.id, child.id]) == {a.id, b.id}
-    assert store.with_dependents([child.id]) == set()
+    # By parent, for a claim's completions: those without dependents are left out.
+    assert store.dependents_of([a.id, b.id, child.id]) == {a.id: {child.id}, b.id: {child.id}}
+    assert store.dependents_of([child.id]) == {}
     assert store.blocked([child.id, a.id]) == {child.id}
     _complete_all(store, name)
     assert store.blocked([child.id]) == set()
