@@ -115,7 +115,10 @@ if _db["ENGINE"].endswith("sqlite3"):
     _db.setdefault("OPTIONS", {}).update(
         {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL"}
     )
-    _db["CONN_MAX_AGE"] = 0
+    # Kept open as on the servers: a connection costs the init_command's statements, and with
+    # 0 a worker's handler thread opened one for every job (two thirds of a no-op job's time,
+    # measured: docs/benchmarks.md). No health checks: a file does not go away.
+    _db["CONN_MAX_AGE"] = 60
 elif _db["ENGINE"].endswith("mysql"):
     # Django's MySQL backend is READ COMMITTED unless told otherwise, as the engine needs.
     _db.setdefault("OPTIONS", {}).update({"charset": "utf8mb4"})
