@@ -72,6 +72,8 @@ def test_worker_carries_on_through_database_faults(caplog):
         "dequeue": 3,
         # Every start marker and outcome goes through this one call.
         "finish_and_start_runs": 4,
+        # The claimer's read of the queue's limits, before each claim.
+        "is_limited": 3,
     }
     queue = FlakyQueue(failures)
     name = unique_queue("faults")
@@ -91,6 +93,7 @@ def test_worker_carries_on_through_database_faults(caplog):
     assert all(n == 1 for n in counts.values())
     assert all(n <= 0 for n in queue.failures.values()), f"faults not all hit: {queue.failures}"
     assert "database fault while claiming jobs" in caplog.text
+    assert "database fault while reading the queue's limits" in caplog.text
     assert "database is back" in caplog.text
 
 

@@ -113,8 +113,22 @@ class Claimer:
             pickup.sleep()
 
     def _limited(self) -> bool:
+        """Whether the queue has a limit: a read (at most once a second), retried through
+        a database outage like the claim itself: a worker must outlive the outage."""
         is_limited = getattr(self.queue, "is_limited", None)  # a caller's queue may lack it
-        return bool(is_limited and is_limited(self.queue_name))
+        if is_limited is None:
+            return False
+        try:
+            return bool(
+                retrying(
+                    lambda: is_limited(self.queue_name),
+                    what="reading the queue's limits",
+                    using=getattr(self.queue, "using", "default"),
+                    give_up=self.stop,
+                )
+            )
+        except GaveUp:
+            return False  # stopping: the loop claims nothing more
 
     def _room(self, batch_size: int, limited: bool) -> int:
         """How many jobs to claim now (lock held). On a limited queue no more than the free
