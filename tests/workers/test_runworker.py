@@ -44,6 +44,10 @@ class RunWorker:
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                # Its own process group, so that stop() reaches the children of
+                # --processes too: killed alone, the supervisor leaves them draining for
+                # up to a second, and their writes then deadlock with the test's flush.
+                start_new_session=True,
             )
 
     def text(self) -> str:
@@ -61,9 +65,28 @@ class RunWorker:
         self.proc.send_signal(signum)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        """Kill the supervisor and every child it started, and wait until they are gone."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the group is empty: everything exited
+        self.proc.wait()
+        wait_until(lambda: not live_members(self.proc.pid), 10, "the children outlived SIGKILL")
+
+
+def live_members(group: int) -> list[int]:
+    """The processes of a process group that are not yet zombies (a zombie holds no
+    connection; this machine's init reaps orphans only every second or two)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        try:
+            # Fields after the command's closing parenthesis: state, ppid, pgrp.
+            state, _ppid, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue  # not a process, or it just exited
+        if int(pgrp) == group and state != "Z":
+            members.append(int(entry.name))
+    return members
 
 
 @pytest.fixture
