@@ -12,7 +12,7 @@ that failed (`history`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -79,17 +79,19 @@ class Runs:
             return False
         return bool(self.store.release_runs([job.id], job.run_token))
 
-    def may_start(self, job: Job) -> bool:
-        """Whether a held job (of no batch) may start without a start marker: its run is
-        still this worker's and its queue is not paused. One read, no write: a worker
-        that asks it just after the claim keeps the claim's start time; any other answer
-        than True is the start marker's to give (`start_claimed_run`)."""
-        if job.run_token is None or job.batch_id is not None:
-            return False
+    def may_start(self, jobs: Collection[Job]) -> set[UUID]:
+        """Which held jobs (of no batch) may start without a start marker: their run is
+        still this worker's and their queue is not paused. One read, no write: a worker
+        that asks it just after the claim keeps the claim's start time; for the others it
+        is the start marker's to say (`start_claimed_run`)."""
+        asked = [job for job in jobs if job.run_token is not None and job.batch_id is None]
+        if not asked:
+            return set()
         store = self.store
-        return store.atomic(
-            lambda: store.may_start_run(job.id, job.run_token), single_statement=True
+        tokens = store.atomic(
+            lambda: store.startable_runs([job.id for job in asked]), single_statement=True
         )
+        return {job.id for job in asked if tokens.get(job.id) == job.run_token}
 
     def start_claimed_run(self, job: Job) -> str:
         """Before a held job runs: record its actual start (fenced), and hand it back if its

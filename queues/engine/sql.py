@@ -202,12 +202,12 @@ class SqlStore:
             for job_id, paused, batch_failed in rows
         }
 
-    def may_start_run(self, job_id, token) -> bool:
+    def startable_runs(self, ids) -> dict[uuid.UUID, uuid.UUID]:
+        if not ids:
+            return {}  # MySQL has no empty IN ()
         with self.cursor() as cursor:
-            cursor.execute(
-                self.queries["may_start_run"], {"id": self.uuid(job_id), "token": self.uuid(token)}
-            )
-            return cursor.fetchone() is not None
+            cursor.execute(self.queries["startable_runs"], {"ids": self.uuids(ids)})
+            return {self.read_uuid(i): self.read_uuid(t) for i, t in cursor.fetchall()}
 
     def update_runs(self, ids, token, fields: Mapping) -> int:
         return self._runs(ids, token).update(**fields)

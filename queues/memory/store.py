@@ -234,8 +234,12 @@ class MemoryStore:
             if job is not None and job.status == JobStatus.RUNNING and job.run_token == token
         ]
 
-    def may_start_run(self, job_id, token) -> bool:
-        return any(job.queue_name not in self.pauses for job in self._runs([job_id], token))
+    def startable_runs(self, ids) -> dict[UUID, UUID]:
+        return {
+            job_id: token
+            for job_id, token in self.running_tokens(ids).items()
+            if self.jobs[job_id].queue_name not in self.pauses
+        }
 
     def start_runs(self, ids, token, now) -> dict[UUID, tuple[bool, bool]]:
         started = {}

@@ -116,11 +116,12 @@ FOR UPDATE
 UPDATE queues_job SET started_at = %(now)s, last_heartbeat_at = %(now)s
 WHERE id IN %(ids)s AND status = 'Running' AND run_token = %(token)s
 
--- name: may_start_run
--- Whether a held job may start without a start marker (a row: yes): still this run's
--- and its queue not paused (a plain read: no lock, no commit).
-SELECT 1 FROM queues_job j
-WHERE j.id = %(id)s AND j.status = 'Running' AND j.run_token = %(token)s
+-- name: startable_runs
+-- The run token of each held job asked about that may start without a start marker: it is
+-- Running (the caller compares the token) and its queue not paused. A plain read: no lock,
+-- no commit (see workers/runtime/start_checks.py).
+SELECT j.id, j.run_token FROM queues_job j
+WHERE j.id IN %(ids)s AND j.status = 'Running'
   AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
 
 -- name: install_job_counts

@@ -126,13 +126,14 @@ RETURNING j.id,
     EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
             AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
 
--- name: may_start_run
--- Whether a held job may start without a start marker (a row: yes): still this run's
--- and its queue not paused. A read, no lock and no commit: a slot that goes on to its
--- next held job right after handing in an outcome asks it on its own connection (see
--- workers/runtime/slots.py). On the primary key only, as complete_runs.
-SELECT 1 FROM queues_job AS j
-WHERE j.id = %(id)s AND j.status || '' = 'Running' AND j.run_token = %(token)s
+-- name: startable_runs
+-- The run token of each held job asked about that may start without a start marker: it is
+-- Running (the caller compares the token) and its queue not paused. A read, no lock and no
+-- commit: the slots that go on to their next held jobs right after handing in outcomes ask
+-- it together (see workers/runtime/start_checks.py). On the primary key only, as
+-- complete_runs.
+SELECT j.id, j.run_token FROM queues_job AS j
+WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running'
   AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
 
 -- name: install_job_counts

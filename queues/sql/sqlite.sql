@@ -113,11 +113,12 @@ RETURNING id,
     EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = queues_job.batch_id
             AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
 
--- name: may_start_run
--- Whether a held job may start without a start marker (a row: yes): still this run's
--- and its queue not paused (a plain read: no lock, no commit).
-SELECT 1 FROM queues_job
-WHERE id = %(id)s AND +status = 'Running' AND run_token = %(token)s
+-- name: startable_runs
+-- The run token of each held job asked about that may start without a start marker: it is
+-- Running (the caller compares the token) and its queue not paused (a plain read: no lock,
+-- no commit). `+status` keeps the planner on the primary key, as in complete_runs.
+SELECT id, run_token FROM queues_job
+WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND +status = 'Running'
   AND NOT EXISTS (
       SELECT 1 FROM queues_queuepause p WHERE p.queue_name = queues_job.queue_name)
 

@@ -45,7 +45,7 @@ def held(monkeypatch):
         writer = threading.Thread(target=run.writer.run, daemon=True)
         writer.start()
         runs.append((run, writer))
-        slot = Slot(worker, run.state, run.allowance, run.loop, run._runaway)
+        slot = Slot(worker, run.state, run.allowance, run.loop, run._runaway, run.checks)
         return queue, name, run, slot, jobs
 
     yield make

@@ -24,6 +24,7 @@ from .allowance import Allowance
 from .claimer import Claimer
 from .shutdown import shut_down
 from .slots import Slot
+from .start_checks import StartChecks
 from .state import RunState
 from .writer import Writer
 
@@ -46,6 +47,9 @@ class WorkerRun:
         options = options.with_priority_weights(worker.priority_weights)
         self.claimer = Claimer(worker, self.state, self.allowance, options, stop)
         self.writer = Writer(worker.queue, self.state, self.allowance, force)
+        # A caller's queue object may lack the read; its held jobs then get start markers.
+        has_read = hasattr(worker.queue, "may_start")
+        self.checks = StartChecks(worker.queue) if has_read else None
         self.runaway: RunawayHandler | None = None
         #: The threads a health probe watches, by role (set when the run starts).
         self.vital: dict[str, threading.Thread] = {}
@@ -75,7 +79,9 @@ class WorkerRun:
         }
         threads += [
             threading.Thread(
-                target=Slot(worker, state, self.allowance, self.loop, self._runaway).run,
+                target=Slot(
+                    worker, state, self.allowance, self.loop, self._runaway, self.checks
+                ).run,
                 name=f"{name}-slot-{i}",
             )
             for i in range(worker.batch_concurrency)

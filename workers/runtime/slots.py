@@ -2,9 +2,10 @@
 its handler and handing the outcome to the writer.
 
 A job in no batch or workflow is handed in without waiting for its write: the slot takes
-its next held job at once (after one read that its run is still this worker's and its
-queue not paused, `JobQueue.may_start`; the writer's start marker if that is not so, or if
-the job was claimed too long ago to keep the claim's start time), and the writer records
+its next held job at once (after a read that its run is still this worker's and its
+queue not paused, shared by the slots asking at the time: start_checks.py; the writer's
+start marker if that is not so, or if the job was claimed too long ago to keep the claim's
+start time), and the writer records
 many slots' outcomes in one transaction while they run the next ones (such an outcome
 touches no job another slot may start). Its permit and its place in `running` stay until
 the write, so the throttle, the queue's limit and the heartbeat still count it; at most
@@ -29,16 +30,15 @@ import logging
 import threading
 import time
 
-from django.db import DatabaseError
-
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.enums import HandlerEnd
 from queues.outcomes import check_outcome
 
 from .. import metrics
-from ..connections import after_job, close_all
+from ..connections import close_all
 from ..executor import EventLoop, Execution, Interrupted, execute
 from .allowance import Allowance
+from .start_checks import StartChecks
 from .state import Request, RunState
 
 logger = logging.getLogger("workers")
@@ -46,13 +46,20 @@ logger = logging.getLogger("workers")
 
 class Slot:
     def __init__(
-        self, worker, state: RunState, allowance: Allowance, loop: EventLoop, on_runaway
+        self,
+        worker,
+        state: RunState,
+        allowance: Allowance,
+        loop: EventLoop,
+        on_runaway,
+        checks: StartChecks | None,
     ) -> None:
         self.worker = worker
         self.state = state
         self.allowance = allowance
         self.loop = loop
         self.on_runaway = on_runaway  # called with the job and its thread
+        self.checks = checks  # None: every held job taken so gets its start marker
 
     def run(self) -> None:
         state = self.state
@@ -103,23 +110,16 @@ class Slot:
     def _next_checked(self) -> Job | None:
         """After an outcome handed in without its write: the next held job, started (or
         None if none is held, or it did not start). Taken within the claim's start window,
-        one read on this thread's connection checks that its run is still this worker's
-        and its queue not paused (`may_start`), so that a run an operator took back since
-        the claim does not start here; otherwise, or if the read fails, the writer's start
-        marker decides, as for any held job."""
+        a read that began after this slot asked checks that its run is still this
+        worker's and its queue not paused (`StartChecks`), so that a run an operator took
+        back since the claim does not start here; otherwise, or if the read fails, the
+        writer's start marker decides, as for any held job."""
         held = self.state.take(wait=False)
         if held is None:
             return None
         job = held.job
-        may_start = getattr(self.worker.queue, "may_start", None)  # a caller's may lack it
-        if held.fresh() and may_start is not None:
-            try:
-                if may_start(job):
-                    return job
-            except DatabaseError:
-                logger.debug("job %s: checking its run before it starts failed", job.id,
-                             exc_info=True)  # fmt: skip
-                after_job()  # a broken connection is not the next handler's
+        if held.fresh() and self.checks is not None and self.checks.may_start(job):
+            return job
         return self._started(self.state.submit(start=job))
 
     @staticmethod

@@ -36,18 +36,17 @@ def test_start_runs_marks_the_runs_still_theirs_and_tells_pause_and_failed_batch
     assert store.atomic(lambda: store.start_runs(ids[:1], token, later)) == {ids[0]: (True, True)}
 
 
-def test_may_start_run_is_true_only_for_a_run_still_its_own_on_a_queue_not_paused(store):
+def test_startable_runs_are_the_running_ones_on_queues_not_paused_with_their_tokens(store):
     name = unique_queue("may_start")
     token, (a, b) = _runs(store, name, 2)
     other_token, (c,) = _runs(store, unique_queue("may_start_other"), 1)
-    assert store.may_start_run(a, token) is True
-    assert store.may_start_run(a, uuid.uuid4()) is False, "another claim's token"
-    assert store.may_start_run(uuid.uuid4(), token) is False, "no such job"
+    nobody = uuid.uuid4()
+    assert store.startable_runs([a, b, c, nobody]) == {a: token, b: token, c: other_token}
     store.atomic(lambda: store.complete_runs([b], token, T0))
-    assert store.may_start_run(b, token) is False, "its run ended"
+    assert store.startable_runs([a, b]) == {a: token}, "its run ended"
     store.pause(QueuePause(queue_name=name, paused_at=T0))
-    assert store.may_start_run(a, token) is False, "its queue is paused"
-    assert store.may_start_run(c, other_token) is True, "another queue's pause"
+    assert store.startable_runs([a, c]) == {c: other_token}, "only its own queue's pause"
+    assert store.startable_runs([]) == {}
     assert one(store, a).started_at == T0, "a read: the claim's start stands"
 
 
