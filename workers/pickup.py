@@ -9,6 +9,8 @@ After a claim that got fewer jobs than it asked for, the claimer sleeps here unt
   `CHECK_SECONDS` on the claimer's own connection: no table is read while nothing changes;
 - MariaDB: `next_due` (a few index probes, no lock) every `CHECK_SECONDS`;
 - the earliest `scheduled_at` of its queue is reached (a scheduled job starts on time);
+- its queue's next rate window opens, after a claim its rate cut short: until then a claim
+  would get nothing, so neither a new job nor a due one wakes it before (`at_rate`);
 - the poll interval ends: the fallback for whatever no signal covered (a NOTIFY lost while
   the LISTEN connection was down, a queue's limit raised);
 - the run stops.
@@ -45,6 +47,7 @@ NOTIFY = "notify"  # a NOTIFY for the queue
 RECONNECT = "reconnect"  # the LISTEN connection came back
 CHANGED = "changed"  # a check found a claimable job
 SCHEDULED = "scheduled"  # the earliest scheduled job is due
+RATE = "rate"  # the queue's next rate window opened
 POLL = "poll"  # the poll interval ended
 STOP = "stop"
 
@@ -180,6 +183,13 @@ class Pickup:
         due = self._due_in()
         if due is not None and due < self.poll:
             deadline, reason = start + max(due, hold), SCHEDULED
+        window = self._window_in()
+        if window is not None:
+            # The rate is spent until then: a wake before would claim nothing. The poll
+            # still bounds the sleep (a rate raised meanwhile is seen within it).
+            check = None
+            if window < self.poll:
+                deadline, reason = start + window, RATE
         logger.debug(
             "queue %s: idle, claiming again within %.3gs", self.queue_name, deadline - start
         )
@@ -190,7 +200,12 @@ class Pickup:
             if remaining <= 0:
                 return reason
             if self.event.wait(remaining if check is None else min(remaining, check)):
-                return STOP if self.state.stopping else (self.reason or NOTIFY)
+                if self.state.stopping:
+                    return STOP
+                if window is None:
+                    return self.reason or NOTIFY
+                self.arm()  # a NOTIFY before the window opens: nothing to claim yet
+                continue
             if check is None or time.monotonic() >= deadline or not self._changed(version):
                 continue  # (at the deadline, its reason stands)
             version = self._data_version()
@@ -214,6 +229,15 @@ class Pickup:
 
     def _changed(self, version: int | None) -> bool:
         return version is None or self._data_version() != version
+
+    def _window_in(self) -> float | None:
+        """Seconds until the queue's next rate window opens if the last claim found its
+        rate spent (None: it did not; >= 0)."""
+        at_rate = getattr(self.queue, "at_rate", None)  # a caller's queue may lack it
+        until = at_rate(self.queue_name) if at_rate is not None else None
+        if until is None:
+            return None
+        return max((until - self.queue.now()).total_seconds(), 0.0)
 
     def _due_in(self) -> float | None:
         """Seconds until the queue's earliest scheduled job is due (<= 0: due now)."""

@@ -142,6 +142,22 @@ def test_a_scheduled_job_wakes_it_at_its_time(idle_worker):
     assert worker.count(f"queue {WORK_QUEUE}: woken (poll)") == 0
 
 
+def test_a_queue_at_its_rate_wakes_it_when_the_next_window_opens(idle_worker):
+    queue = JobQueue()
+    queue.queue_config(WORK_QUEUE, rate=(1, 1.0))  # one job a second
+    worker = idle_worker()
+    worker.wait_idle()
+    ids = queue.enqueue_many([Job(queue_name=WORK_QUEUE, payload={}) for _ in range(3)])
+    for job_id in ids:
+        wait_completed(job_id)
+    windows = {int(queue.get_job(job_id).started_at.timestamp()) for job_id in ids}
+    assert len(windows) == 3, "more than one job a window"
+    # Between the jobs the rate was spent: the worker slept until its next window, not
+    # until a check or a NOTIFY (a claim then would have got nothing) nor its 60 s poll.
+    assert worker.count(f"queue {WORK_QUEUE}: woken (rate)") >= 2
+    assert worker.count(f"queue {WORK_QUEUE}: woken (poll)") == 0
+
+
 @postgresql_only
 def test_a_missed_notify_is_covered_by_the_poll(idle_worker):
     worker = idle_worker(poll="0.5")
