@@ -38,7 +38,8 @@ def test_a_handler_that_kills_its_process_is_dead_after_max_attempts(runworker, 
     """`os._exit(1)` in a handler, under `--processes 2`: each death's supervisor hands the
     job back at once (not after its 300 s lease), with an error that says the process
     died; after three deaths (max_attempts) the job is Dead and the children stop dying.
-    Batches of one, so that no other job is held by a dying child."""
+    Batches of one, so that no other job is held by a dying child (only the job before the
+    poison, if its outcome was not yet written)."""
     log = tmp_path / "jobs.log"
     queue = JobQueue()
     poison = Job(queue_name=WORK_QUEUE, payload={"exit": 1, "log": str(log)}, max_attempts=3)
@@ -61,8 +62,15 @@ def test_a_handler_that_kills_its_process_is_dead_after_max_attempts(runworker, 
     assert dead.error_message.endswith(" died (exit code 1) while the job was Running")
     starts = Counter(parts[1] for parts in log_lines(log) if parts[0] == "start")
     assert starts[str(poison.id)] == 3, "it ran again after its last attempt"
-    assert all(queue.get_job(job_id).attempts == 1 for job_id in others)
+    # A job that had completed just before a death, its outcome not yet written by the
+    # child's writer, is handed back and runs again (README, Faults: at least once), with
+    # that attempt counted; no job spends an attempt it did not run (batches of one, one
+    # slot: a dying child holds no unstarted job).
+    for job_id in others:
+        assert queue.get_job(job_id).attempts == starts[str(job_id)] >= 1
+    ran_again = sum(1 for job_id in others if starts[str(job_id)] > 1)
+    assert ran_again <= 3, "more than one unwritten outcome lost at a death"
     handed_back = ReaperRun.objects.filter(ran_by__startswith="supervisor:")
-    assert sum(len(r.requeued_ids) + len(r.dead_ids) for r in handed_back) == 3
+    assert sum(len(r.requeued_ids) + len(r.dead_ids) for r in handed_back) == 3 + ran_again
     assert run.text().count("exited with 1; restarting") == 3
 
