@@ -80,11 +80,12 @@ class Runs:
         return bool(self.store.release_runs([job.id], job.run_token))
 
     def may_start(self, jobs: Collection[Job]) -> set[UUID]:
-        """Which held jobs (of no batch) may start without a start marker: their run is
-        still this worker's and their queue is not paused. One read, no write: a worker
-        that asks it just after the claim keeps the claim's start time; for the others it
-        is the start marker's to say (`start_claimed_run`)."""
-        asked = [job for job in jobs if job.run_token is not None and job.batch_id is None]
+        """Which held jobs may start without a start marker: their run is still this
+        worker's, their queue is not paused and their fail-fast batch (if any) has not
+        failed. One read, no write: a worker that asks it just after the claim keeps the
+        claim's start time; for the others it is the start marker's to say (and to fail the
+        held job of a failed batch: `start_claimed_run`)."""
+        asked = [job for job in jobs if job.run_token is not None]
         if not asked:
             return set()
         store = self.store

@@ -152,8 +152,9 @@ class Store(Protocol):
         """Mark the runs started `now`: {id: (queue paused, fail-fast batch failed)}."""
 
     def startable_runs(self, ids: Collection[UUID]) -> dict[UUID, UUID]:
-        """The run token of each of `ids` that is Running in a queue not paused (one read,
-        no lock): the held jobs of those tokens may start without a start marker."""
+        """The run token of each of `ids` that is Running in a queue not paused and not in a
+        failed fail-fast batch (one read, no lock): the held jobs of those tokens may start
+        without a start marker."""
 
     def complete_runs(self, ids: Sequence[UUID], token: UUID, now: datetime) -> dict[UUID, bool]:
         """Complete the runs (no result, lease and token cleared): {id: it has dependents}."""

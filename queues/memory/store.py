@@ -239,19 +239,23 @@ class MemoryStore:
             job_id: token
             for job_id, token in self.running_tokens(ids).items()
             if self.jobs[job_id].queue_name not in self.pauses
+            and not self._fail_fast_failed(self.jobs[job_id])
         }
+
+    def _fail_fast_failed(self, job: Job) -> bool:
+        """Whether the job's batch fails fast and has failed (then it must not start)."""
+        batch = self.batches.get(job.batch_id) if job.batch_id else None
+        return (
+            batch is not None
+            and batch.failure_mode == PartialFailureMode.FAIL_FAST
+            and batch.status == BatchStatus.FAILED
+        )
 
     def start_runs(self, ids, token, now) -> dict[UUID, tuple[bool, bool]]:
         started = {}
         for job in self._runs(ids, token):
             self._set(job, {"started_at": now, "last_heartbeat_at": now})
-            batch = self.batches.get(job.batch_id) if job.batch_id else None
-            failed = (
-                batch is not None
-                and batch.failure_mode == PartialFailureMode.FAIL_FAST
-                and batch.status == BatchStatus.FAILED
-            )
-            started[job.id] = (job.queue_name in self.pauses, failed)
+            started[job.id] = (job.queue_name in self.pauses, self._fail_fast_failed(job))
         return started
 
     def complete_runs(self, ids, token, now) -> dict[UUID, bool]:

@@ -118,11 +118,14 @@ WHERE id IN %(ids)s AND status = 'Running' AND run_token = %(token)s
 
 -- name: startable_runs
 -- The run token of each held job asked about that may start without a start marker: it is
--- Running (the caller compares the token) and its queue not paused. A plain read: no lock,
--- no commit (see workers/runtime/start_checks.py).
+-- Running (the caller compares the token), its queue not paused and its fail-fast batch, if
+-- any, not failed (as start_runs tells). A plain read: no lock, no commit (see
+-- workers/runtime/start_checks.py).
 SELECT j.id, j.run_token FROM queues_job j
 WHERE j.id IN %(ids)s AND j.status = 'Running'
   AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
+  AND NOT EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
+                  AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
 
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by row triggers in the same transaction as

@@ -128,13 +128,15 @@ RETURNING j.id,
 
 -- name: startable_runs
 -- The run token of each held job asked about that may start without a start marker: it is
--- Running (the caller compares the token) and its queue not paused. A read, no lock and no
--- commit: the slots that go on to their next held jobs right after handing in outcomes ask
--- it together (see workers/runtime/start_checks.py). On the primary key only, as
--- complete_runs.
+-- Running (the caller compares the token), its queue not paused and its fail-fast batch, if
+-- any, not failed (as start_runs tells). A read, no lock and no commit: the slots that go on
+-- to their next held jobs right after handing in outcomes ask it together (see
+-- workers/runtime/start_checks.py). On the primary key only, as complete_runs.
 SELECT j.id, j.run_token FROM queues_job AS j
 WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running'
   AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
+  AND NOT EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
+                  AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
 
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by triggers in the same transaction as every

@@ -115,12 +115,16 @@ RETURNING id,
 
 -- name: startable_runs
 -- The run token of each held job asked about that may start without a start marker: it is
--- Running (the caller compares the token) and its queue not paused (a plain read: no lock,
--- no commit). `+status` keeps the planner on the primary key, as in complete_runs.
+-- Running (the caller compares the token), its queue not paused and its fail-fast batch, if
+-- any, not failed, as start_runs tells (a plain read: no lock, no commit). `+status` keeps
+-- the planner on the primary key, as in complete_runs.
 SELECT id, run_token FROM queues_job
 WHERE id IN (SELECT value FROM json_each(%(ids)s)) AND +status = 'Running'
   AND NOT EXISTS (
       SELECT 1 FROM queues_queuepause p WHERE p.queue_name = queues_job.queue_name)
+  AND NOT EXISTS (
+      SELECT 1 FROM queues_batch b WHERE b.id = queues_job.batch_id
+      AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
 
 -- name: install_job_counts
 -- Exact job counts per queue and status, kept by row triggers in the same transaction as

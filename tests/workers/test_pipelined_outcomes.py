@@ -10,12 +10,22 @@ that the read, not the start marker, is what the held jobs meet."""
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from queues.api import DequeueOptions, JobOutcome, JobQueue, JobStatus
+from queues.api import (
+    BatchStatus,
+    DequeueOptions,
+    Job,
+    JobBatch,
+    JobOutcome,
+    JobQueue,
+    JobStatus,
+    PartialFailureMode,
+)
 from workers.api import Worker
 from workers.runtime import RunState, WorkerRun, state
 from workers.runtime.slots import Slot
@@ -33,15 +43,19 @@ def held(monkeypatch):
     runs: list = []
 
     def make(n: int):
+        """n = 0: nothing enqueued or held (the test claims jobs of its own)."""
         queue = JobQueue()
         name = unique_queue("pipelined")
         enqueue_jobs(queue, name, n)
-        worker = Worker(queue, name, lambda job: None, batch_size=n, batch_concurrency=1)
+        worker = Worker(queue, name, lambda job: None, batch_size=max(n, 1),
+                        batch_concurrency=1)  # fmt: skip
         run = WorkerRun(worker, threading.Event(), threading.Event())
-        options = DequeueOptions(batch_size=n, lease_duration=timedelta(minutes=5))
-        jobs = queue.dequeue(name, options)
-        assert len(jobs) == n
-        run.state.hold(jobs)
+        jobs: list = []
+        if n:
+            options = DequeueOptions(batch_size=n, lease_duration=timedelta(minutes=5))
+            jobs = queue.dequeue(name, options)
+            assert len(jobs) == n
+            run.state.hold(jobs)
         writer = threading.Thread(target=run.writer.run, daemon=True)
         writer.start()
         runs.append((run, writer))
@@ -110,3 +124,44 @@ def test_slots_wait_for_the_writer_once_it_is_that_far_behind():
     waiting.written.set()  # the writer catches up
     assert handed_in.wait(10)
     slot.join(10)
+
+
+def test_a_held_job_of_a_fail_fast_batch_that_failed_since_the_claim_does_not_start(held):
+    """The read tells a failed fail-fast batch as the start marker does: the held job is not
+    started by it, and the start marker then fails it with its batch."""
+    queue, name, run, slot, _ = held(0)
+    jobs = [Job(queue_name=name, payload={"i": i}, max_attempts=1) for i in range(3)]
+    batch_id = queue.enqueue_batch(
+        JobBatch("ff", jobs=jobs, partial_failure_mode=PartialFailureMode.FAIL_FAST)
+    )
+    first, *others = queue.dequeue(name, DequeueOptions(batch_size=3))
+    queue.finish_job_run(first, JobOutcome.failed("boom"))  # the batch fails
+    assert queue.get_batch_status(batch_id).status == BatchStatus.FAILED
+    run.state.hold(others)
+    for _ in others:
+        assert slot._next_checked() is None, "a held job of a failed batch started"
+    for job in others:
+        assert queue.get_job(job.id).status == JobStatus.FAILED
+    assert run.state.stats.snapshot()["not_run"] == 2
+
+
+def test_a_held_job_of_a_batch_not_failed_starts_on_the_read(held):
+    queue, name, run, slot, _ = held(0)
+    jobs = [Job(queue_name=name, payload={"i": i}) for i in range(2)]
+    queue.enqueue_batch(
+        JobBatch("ff", jobs=jobs, partial_failure_mode=PartialFailureMode.FAIL_FAST)
+    )
+    claimed = queue.dequeue(name, DequeueOptions(batch_size=2))
+    run.state.hold(claimed)
+    for job in claimed:
+        assert slot._next_checked() is job
+        assert queue.get_job(job.id).started_at == job.started_at, "no start marker"
+
+
+def test_a_batch_job_goes_on_before_its_write_only_if_it_completed():
+    batch_job = Job(queue_name="q", batch_id=uuid.uuid4())
+    assert Slot._goes_on(batch_job, JobOutcome.completed({"n": 1}))
+    assert not Slot._goes_on(batch_job, JobOutcome.failed("boom")), "it may fail its batch"
+    assert Slot._goes_on(Job(queue_name="q"), JobOutcome.failed("boom"))
+    assert not Slot._goes_on(Job(queue_name="q", workflow_id=uuid.uuid4()),
+                             JobOutcome.completed(None))  # fmt: skip

@@ -1,18 +1,18 @@
 """The slots of a worker run: `batch_concurrency` threads, each taking a held job, running
 its handler and handing the outcome to the writer.
 
-A job in no batch or workflow is handed in without waiting for its write: the slot takes
-its next held job at once (after a read that its run is still this worker's and its
-queue not paused, shared by the slots asking at the time: start_checks.py; the writer's
-start marker if that is not so, or if the job was claimed too long ago to keep the claim's
-start time), and the writer records
-many slots' outcomes in one transaction while they run the next ones (such an outcome
-touches no job another slot may start). Its permit and its place in `running` stay until
-the write, so the throttle, the queue's limit and the heartbeat still count it; at most
-`RunState.unwritten_limit` outcomes wait so (then the slot waits, as below). A job of a
-batch or a workflow waits for its write, which also starts the slot's next held job: a
-fail-fast batch must have failed, and a sequential batch's previous job must have
-completed, before this slot starts another.
+A job in no workflow, and in no batch unless it completed, is handed in without waiting for
+its write: the slot takes its next held job at once (after a read that its run is still this
+worker's, its queue not paused and its fail-fast batch not failed, shared by the slots
+asking at the time: start_checks.py; the writer's start marker if that is not so, or if the
+job was claimed too long ago to keep the claim's start time), and the writer records many
+slots' outcomes in one transaction while they run the next ones (such an outcome decides
+the start of no held job: a completion fails no batch). Its permit and its place in
+`running` stay until the write, so the throttle, the queue's limit and the heartbeat still
+count it; at most `RunState.unwritten_limit` outcomes wait so (then the slot waits, as
+below). Any other outcome of a batch's job, and any of a workflow's, waits for its write,
+which also starts the slot's next held job: a fail-fast batch must have failed before this
+slot starts another.
 
 A sync handler that runs past its timeout is recorded TimedOut, but Python cannot stop its
 thread: the slot waits for it (it still holds the slot's share of the concurrency) for the
@@ -118,7 +118,8 @@ class Slot:
         if held is None:
             return None
         job = held.job
-        if held.fresh() and self.checks is not None and self.checks.may_start(job):
+        # The read also tells a failed fail-fast batch: a batch's job may start on it too.
+        if held.recent() and self.checks is not None and self.checks.may_start(job):
             return job
         return self._started(self.state.submit(start=job))
 
@@ -126,8 +127,12 @@ class Slot:
     def _goes_on(job: Job, outcome) -> bool:
         """Whether the slot may take its next job before this outcome is written: an outcome
         (not a run the database's outage cut short, which is given back) of a job whose
-        effects reach no held job (no batch, no workflow)."""
-        return isinstance(outcome, JobOutcome) and job.batch_id is None and not job.workflow_id
+        effects reach no held job: in no workflow, and in no batch unless it completed (a
+        completion fails no batch; a failure may fail a fail-fast batch, whose held jobs
+        must then not start, so this slot waits for that write)."""
+        if not isinstance(outcome, JobOutcome) or job.workflow_id:
+            return False
+        return job.batch_id is None or outcome.kind == "completed"
 
     def _hand_in(self, job: Job, outcome, take_next: bool) -> Request:
         if isinstance(outcome, Interrupted):

@@ -32,10 +32,15 @@ class HeldJob:
         self.job = job
         self.claimed_at = claimed_at
 
+    def recent(self) -> bool:
+        """Taken so soon after its claim that the claim's start time stands."""
+        return time.monotonic() - self.claimed_at < FRESH_START
+
     def fresh(self) -> bool:
-        """Taken so soon after its claim that the claim's start time and pause check stand
-        (a batch's job always gets its start marker: it checks the fail-fast batch)."""
-        return time.monotonic() - self.claimed_at < FRESH_START and self.job.batch_id is None
+        """Taken so soon after its claim that the claim's start time and pause check stand,
+        with no read (a batch's job is read or gets its start marker: the fail-fast batch
+        may have failed since the claim)."""
+        return self.recent() and self.job.batch_id is None
 
 
 #: How often one job's run may be given back in a worker run because the database went away

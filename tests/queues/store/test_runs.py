@@ -50,6 +50,22 @@ def test_startable_runs_are_the_running_ones_on_queues_not_paused_with_their_tok
     assert one(store, a).started_at == T0, "a read: the claim's start stands"
 
 
+def test_startable_runs_leave_out_the_jobs_of_a_failed_fail_fast_batch(store):
+    batches = {
+        mode: Batch(id=uuid.uuid4(), name=mode, failure_mode=mode, created_at=T0)
+        for mode in (enums.PartialFailureMode.FAIL_FAST, enums.PartialFailureMode.COLLECT_ERRORS)
+    }
+    runs = {}
+    for mode, batch in batches.items():
+        store.insert_group(batch)
+        runs[mode] = _runs(store, unique_queue("startable_batch"), 1, batch_id=batch.id)
+    (fast_token, (fast,)), (other_token, (other,)) = runs.values()
+    assert store.startable_runs([fast, other]) == {fast: fast_token, other: other_token}
+    for batch in batches.values():
+        store.update_group(Batch, batch.id, {"status": enums.BatchStatus.FAILED})
+    assert store.startable_runs([fast, other]) == {other: other_token}, "only fail-fast stops"
+
+
 def test_complete_runs_completes_the_runs_still_theirs(store):
     name = unique_queue("complete")
     token, (a, b) = _runs(store, name, 2)
