@@ -4,10 +4,12 @@ urllib, the metrics parsed with prometheus_client's own parser."""
 from __future__ import annotations
 
 import os
+import random
 import socket
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -16,6 +18,26 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive free ports (a child i of `--processes N` serves on
+    PORT+i). Drawn below the ephemeral range: there the ports next to a free one are taken
+    by the client sockets of parallel test runs at any moment."""
+    low, _high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    for _ in range(200):
+        first = random.randrange(10000, low - count)
+        socks = [socket.socket() for _ in range(count)]
+        try:
+            for offset, sock in enumerate(socks):
+                sock.bind(("127.0.0.1", first + offset))
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+        return first
+    raise AssertionError(f"no {count} consecutive free ports")
 
 
 def get(

@@ -165,3 +165,22 @@ def test_a_batch_job_goes_on_before_its_write_only_if_it_completed():
     assert Slot._goes_on(Job(queue_name="q"), JobOutcome.failed("boom"))
     assert not Slot._goes_on(Job(queue_name="q", workflow_id=uuid.uuid4()),
                              JobOutcome.completed(None))  # fmt: skip
+
+
+def test_a_job_claimed_again_before_its_last_runs_done_keeps_its_new_run():
+    """A job retried at once is claimable as soon as its outcome commits: the claimer may
+    hold it, and a slot take it, before the writer has taken the last run off `running`.
+    Seen as a KeyError that killed the writer thread (test_signals_worker, PostgreSQL)."""
+    run = RunState(stats=Worker(JobQueue(), "q", lambda job: None).stats, concurrency=1,
+                   unwritten_limit=2)  # fmt: skip
+    last_run, new_run = Job(queue_name="q"), Job(queue_name="q")
+    new_run.id = last_run.id  # the same job, claimed again: a new object, as a claim gives
+    run.hold([last_run])
+    assert run.take(wait=False).job is last_run
+    run.submit(finished=(last_run, JobOutcome.completed(None)), wait=False)
+    run.hold([new_run])
+    assert run.take(wait=False).job is new_run  # before the writer's done of the last run
+    run.done([last_run], written=True)
+    assert run.running_jobs() == [new_run], "the new run was taken off with the last"
+    run.done([new_run])
+    assert run.running_jobs() == [] and run.finishing == 0

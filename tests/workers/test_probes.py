@@ -23,7 +23,7 @@ from queues.models import WorkerProcess
 from queues.retry import Fixed
 
 from .helpers import wait_until
-from .probe_client import free_port, get, listener, samples, value, wait_for
+from .probe_client import free_port, free_ports, get, listener, samples, value, wait_for
 from .probe_jobs import PROBE_QUEUE
 from .tcp_proxy import TcpProxy
 from .test_runworker import RunWorker
@@ -178,9 +178,8 @@ def test_health_503_while_the_database_is_cut_off(runworker):
 
 
 def test_each_child_serves_its_own_ports(runworker):
-    metrics, health = free_port(), free_port()
-    while health in (metrics + 1, metrics - 1):
-        health = free_port()
+    metrics = free_ports(4)  # metrics on it and the next, health on the two after
+    health = metrics + 2
     run = runworker("--processes", "2", "--metrics-port", f"127.0.0.1:{metrics}",
                     "--health-port", f"127.0.0.1:{health}")
     for index in range(2):

@@ -74,7 +74,10 @@ class RunState:
         self.room = threading.Condition(self.lock)  # claimer, shutdown: capacity, running
         self.requests = threading.Condition(self.lock)  # writer: the outbox
         self.held: deque[HeldJob] = deque()
-        self.running: dict = {}
+        # By run (the claimed `Job` object), not by job id: a job retried at once can be
+        # claimed again, and taken by a slot, between its last run's commit and the
+        # writer's `done` of that run, which must then not take the new run off.
+        self.running: dict[int, Job] = {}
         # Of `running`, the jobs whose outcome waits for the writer: done with their slot.
         self.finishing = 0
         self.idle = 0  # slots waiting for a held job
@@ -147,7 +150,7 @@ class RunState:
         if self.stopping or not self.held:
             return None
         held = self.held.popleft()
-        self.running[held.job.id] = held.job
+        self.running[id(held.job)] = held.job
         metrics.started(held.job)
         self.stats.add(held=-1, running=1)
         if not self.held:
@@ -189,7 +192,7 @@ class RunState:
         went to the writer)."""
         with self.lock:
             for job in jobs:
-                del self.running[job.id]
+                del self.running[id(job)]
             if written:
                 self.finishing -= len(jobs)
             self.stats.add(running=-len(jobs))
