@@ -180,16 +180,18 @@ class Pickup:
         check = self._check_seconds()
         check = None if check is None else min(self.poll, max(check, hold))
         version = self._data_version()
-        due = self._due_in()
-        if due is not None and due < self.poll:
-            deadline, reason = start + max(due, hold), SCHEDULED
         window = self._window_in()
         if window is not None:
-            # The rate is spent until then: a wake before would claim nothing. The poll
-            # still bounds the sleep (a rate raised meanwhile is seen within it).
+            # The rate is spent until its next window: a wake before would claim nothing,
+            # so neither a check nor a due job ends this sleep (no `next_due` read either).
+            # The poll still bounds it (a rate raised meanwhile is seen within it).
             check = None
             if window < self.poll:
                 deadline, reason = start + window, RATE
+        else:
+            due = self._due_in()
+            if due is not None and due < self.poll:
+                deadline, reason = start + max(due, hold), SCHEDULED
         logger.debug(
             "queue %s: idle, claiming again within %.3gs", self.queue_name, deadline - start
         )

@@ -111,14 +111,15 @@ class Slot:
         """After an outcome handed in without its write: the next held job, started (or
         None if none is held, or it did not start). Taken within the claim's start window,
         a read that began after this slot asked checks that its run is still this
-        worker's and its queue not paused (`StartChecks`), so that a run an operator took
-        back since the claim does not start here; otherwise, or if the read fails, the
-        writer's start marker decides, as for any held job."""
+        worker's, its queue not paused and its fail-fast batch not failed (`StartChecks`),
+        so that a run an operator took back since the claim does not start here; otherwise,
+        or if the read fails, the writer's start marker decides, as for any held job."""
         held = self.state.take(wait=False)
         if held is None:
             return None
         job = held.job
-        # The read also tells a failed fail-fast batch: a batch's job may start on it too.
+        # Not `fresh()`: the read also tells a failed fail-fast batch, so a batch's job may
+        # start on it too.
         if held.recent() and self.checks is not None and self.checks.may_start(job):
             return job
         return self._started(self.state.submit(start=job))

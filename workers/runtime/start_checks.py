@@ -1,6 +1,6 @@
 """The slots' start checks: whether the held jobs they go on to may start without a start
-marker (`JobQueue.may_start`: still this run's, queue not paused), one read for every slot
-asking at the time.
+marker (`JobQueue.may_start`: still this run's, queue not paused, fail-fast batch not
+failed), one read for every slot asking at the time.
 
 A slot that hands in an outcome without waiting for its write (slots.py) must still not
 start a held job whose run an operator took back, or whose queue was paused, since the
