@@ -1,6 +1,5 @@
-"""The outcomes of a claim that are not plain completions (a result, a retry, a failure, a
-recurring job's next run, any outcome of a job of a batch or workflow): written together,
-not one by one. Per claim, one locking read fences the runs (`lock_runs`: which are still
+"""The outcomes of a claim that are not plain completions (a retry, a failure, a recurring
+job's completion, which sets its next run): written together, not one by one. Per claim, one locking read fences the runs (`lock_runs`: which are still
 this run's, and which have dependents), then one UPDATE per shape of outcome gives each row
 its own values (`update_each`). The rules are `plan_outcome`'s, as for an outcome written
 alone; the effects on the jobs and groups around them (`effects.record_all`) are taken once
@@ -18,10 +17,10 @@ from .outcomes import JobOutcome, Plan, RecordedOutcome, plan_outcome
 
 
 def completes_plainly(job: Job, outcome: JobOutcome) -> bool:
-    """Whether the outcome is written by the plain completion statement (`complete_runs`):
-    a completion without a result of a job with no schedule (whose completion would set
-    its next run)."""
-    return outcome.kind == "completed" and outcome.result is None and not job.cron_schedule
+    """Whether the outcome is written by the completion statement (`complete_runs`, which
+    writes each job's result): a completion of a job with no schedule (whose completion
+    would set its next run)."""
+    return outcome.kind == "completed" and not job.cron_schedule
 
 
 def has_effects(job: Job, has_dependents: bool) -> bool:

@@ -3,7 +3,7 @@ once over the store: `JobQueue` inherits it. Every write is fenced by the run's 
 reaped, released or operator-retried run writes nothing and is told so (None, False, LOST).
 
 The hot path is `finish_and_start_runs`: one transaction, one catalogue statement per claim
-for the plain completions and one for the start markers, a locking read and one UPDATE per
+for the completions (each with its result) and one for the start markers, a locking read and one UPDATE per
 shape of outcome for the other outcomes (`outcome_batches`), then the effects of them all
 on their dependents, batches and workflows, each group row locked and written once
 (`effects.record_all`), and one INSERT for the error history of every run of the write
@@ -193,12 +193,14 @@ class Runs:
         seen: set[UUID] = set()
         for token, indexes in plain.items():
             ids = [finished[i][0].id for i in indexes]
-            written = self.store.complete_runs(ids, token, now)
+            values = [finished[i][1].result for i in indexes]
+            written = self.store.complete_runs(ids, token, now, values)
             for i in indexes:
                 job = finished[i][0]
                 if job.id not in written:
                     continue  # a stale run: its answer stays None
-                job.status, job.completed_at, job.result = JobStatus.COMPLETED, now, None
+                job.status, job.completed_at = JobStatus.COMPLETED, now
+                job.result = finished[i][1].result
                 job.run_token = job.lease_expires_at = None
                 results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
                 if has_effects(job, written[job.id]) and job.id not in seen:
@@ -278,8 +280,8 @@ def _split_finished(
     finished: Sequence[tuple[Job, JobOutcome]],
 ) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
     """How the outcomes are recorded, by claim token: the outcomes written with
-    `record_each`, and the plain completions (no result, no schedule) written with one
-    statement. A run without a token is in neither (its answer is None); a job listed
+    `record_each`, and the plain completions (of jobs with no schedule, each with its
+    result) written with one statement. A run without a token is in neither (its answer is None); a job listed
     twice is recorded once (a plain completion answers for both)."""
     each: dict[UUID, list[int]] = {}
     plain: dict[UUID, list[int]] = {}

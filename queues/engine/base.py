@@ -156,8 +156,11 @@ class Store(Protocol):
         failed fail-fast batch (one read, no lock): the held jobs of those tokens may start
         without a start marker."""
 
-    def complete_runs(self, ids: Sequence[UUID], token: UUID, now: datetime) -> dict[UUID, bool]:
-        """Complete the runs (no result, lease and token cleared): {id: it has dependents}."""
+    def complete_runs(
+        self, ids: Sequence[UUID], token: UUID, now: datetime, results: Sequence | None = None
+    ) -> dict[UUID, bool]:
+        """Complete the runs (lease and token cleared), each with the result at its place in
+        `results` (None, or no `results`: no result): {id: it has dependents}."""
 
     def lock_runs(self, ids: Sequence[UUID], token: UUID) -> dict[UUID, bool]:
         """Lock the runs until the transaction ends: {id: it has dependents}. The fence of

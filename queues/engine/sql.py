@@ -5,10 +5,13 @@ cursors); the rest is the ORM. What differs by vendor is in the module of each
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
+from itertools import repeat
+from typing import Any
 
 from django.db import DatabaseError, connections, transaction
 from django.db.models import F, Q
@@ -30,6 +33,9 @@ INSERT_BATCH = 500
 class SqlStore:
     vendor = ""
     claim_is_one_statement = False
+    #: How `complete_runs` gets its results: beside the ids, as an array paired by position
+    #: (False), or as one JSON array of [id, result] pairs (True: no array parameters).
+    results_as_pairs = False
 
     def __init__(self, using: str) -> None:
         self.using = using
@@ -66,6 +72,17 @@ class SqlStore:
     def uuids(self, values: Sequence[uuid.UUID]):
         """A list of ids as one parameter (`= ANY(%(ids)s)`, `IN %(ids)s`, `json_each`)."""
         return [self.uuid(value) for value in values]
+
+    def results(self, rows: Mapping[uuid.UUID, Any]):
+        """The results of `rows` ({id: result}, None for none) as one parameter, in the
+        order of `uuids(rows)`: adapted by the column's field, as the ORM saves them."""
+        field = Job._meta.get_field("result")
+        results = [field.get_db_prep_save(value, self.connection) for value in rows.values()]
+        if not self.results_as_pairs:
+            return results
+        # str(): the id as the column compares it (MariaDB's native UUID type takes the
+        # dashed form; SQLite and MySQL store 32 hex digits, which is what uuid() gives).
+        return json.dumps([[str(self.uuid(i)), r] for i, r in zip(rows, results, strict=True)])
 
     def read_uuid(self, value) -> uuid.UUID | None:
         """An id or token column of a raw row, as the ORM would read it."""
@@ -181,8 +198,12 @@ class SqlStore:
         running = self._jobs().filter(id__in=list(ids), status=JobStatus.RUNNING)
         return dict(running.values_list("id", "run_token"))
 
-    def complete_runs(self, ids, token, now) -> dict[uuid.UUID, bool]:
-        rows = self._write_runs("complete_runs", ids, token, now)
+    def complete_runs(self, ids, token, now, results=None) -> dict[uuid.UUID, bool]:
+        # A job listed twice is one row to write (the join of ids and results must not
+        # meet it twice).
+        by_id = dict(zip(ids, results if results is not None else repeat(None)))
+        rows = self._write_runs("complete_runs", list(by_id), token, now,
+                                results=self.results(by_id))  # fmt: skip
         return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}
 
     def lock_runs(self, ids, token) -> dict[uuid.UUID, bool]:
@@ -225,8 +246,8 @@ class SqlStore:
     def _runs(self, ids, token):
         return self._jobs().filter(id__in=list(ids), status=JobStatus.RUNNING, run_token=token)
 
-    def _write_runs(self, name: str, ids, token, now) -> list:
-        params = {"ids": self.uuids(ids), "token": self.uuid(token), "now": self.dt(now)}
+    def _write_runs(self, name: str, ids, token, now, **extra) -> list:
+        params = {"ids": self.uuids(ids), "token": self.uuid(token), "now": self.dt(now), **extra}
         rows: list = []
         with self.cursor() as cursor:
             for sql in self.statements[name]:

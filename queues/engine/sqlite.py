@@ -11,6 +11,7 @@ from .sql import SqlStore
 
 class SQLiteStore(SqlStore):
     vendor = "sqlite"
+    results_as_pairs = True
 
     def uuids(self, values):
         # The catalogue reads the list with json_each.

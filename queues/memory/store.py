@@ -17,6 +17,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
+from itertools import repeat
 from uuid import UUID
 
 from django.db import IntegrityError
@@ -258,17 +259,17 @@ class MemoryStore:
             started[job.id] = (job.queue_name in self.pauses, self._fail_fast_failed(job))
         return started
 
-    def complete_runs(self, ids, token, now) -> dict[UUID, bool]:
+    def complete_runs(self, ids, token, now, results=None) -> dict[UUID, bool]:
         fields = {
             "status": JobStatus.COMPLETED,
             "completed_at": now,
-            "result": None,
             "run_token": None,
             "lease_expires_at": None,
         }
+        by_id = dict(zip(ids, results if results is not None else repeat(None)))
         completed = {}
-        for job in self._runs(ids, token):
-            self._set(job, fields)
+        for job in self._runs(list(by_id), token):
+            self._set(job, {**fields, "result": by_id[job.id]})
             completed[job.id] = bool(self.children.get(job.id))
         return completed
 

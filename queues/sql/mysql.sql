@@ -78,7 +78,9 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: complete_runs
--- Plain completions (no result, batch, workflow or schedule) of one claim. Without
+-- The completions of one claim (of jobs with no schedule), each with its own result:
+-- `results` is a JSON array of [id, result] pairs, the result as the text the column stores
+-- (JSON null: SQL NULL, no result), read as rows by JSON_TABLE. Without
 -- UPDATE ... RETURNING, the locking read says which rows are still this run's (and whether
 -- each has dependents to release); the UPDATE then writes exactly those rows, since no one
 -- else can change them until this transaction ends.
@@ -87,10 +89,13 @@ FROM queues_job j
 WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
 FOR UPDATE
 -- statement
-UPDATE queues_job
-SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NULL,
-    lease_expires_at = NULL
-WHERE id IN %(ids)s AND status = 'Running' AND run_token = %(token)s
+UPDATE queues_job AS j
+JOIN JSON_TABLE(%(results)s, '$[*]' COLUMNS (
+    id CHAR(36) PATH '$[0]', result LONGTEXT PATH '$[1]'
+)) AS r ON j.id = r.id
+SET j.status = 'Completed', j.completed_at = %(now)s, j.result = r.result, j.run_token = NULL,
+    j.lease_expires_at = NULL
+WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
 
 -- name: lock_runs
 -- The runs of one claim still this run's, locked until the transaction ends, and whether

@@ -88,18 +88,20 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: complete_runs
--- Plain completions (no result, batch, workflow or schedule) of one claim, in one statement:
--- the fence (id, Running, this run's token) decides which rows are still this run's, the
--- row locks the UPDATE takes hold off a concurrent reaper (it skips locked rows) and make a
--- concurrent fenced write wait and then miss. RETURNING names the rows written and whether
--- each has dependents to release, so a batch of completions costs no second read.
--- `status || ''` keeps the planner on the primary key: compared bare, `status = 'Running'`
--- lets it AND the ids with a scan of the Running (lease) index, which holds an entry for
--- every Running row version not yet vacuumed, thousands on a busy table.
+-- The completions of one claim (of jobs with no schedule), each with its own result (NULL
+-- for none), in one statement: the ids and results come as two arrays, paired by
+-- position. The fence (id, Running, this run's token) decides which rows are still this
+-- run's, the row locks the UPDATE takes hold off a concurrent reaper (it skips locked
+-- rows) and make a concurrent fenced write wait and then miss. RETURNING names the rows
+-- written and whether each has dependents to release, so a batch of completions costs no
+-- second read. `status || ''` keeps the planner on the primary key: compared bare,
+-- `status = 'Running'` lets it AND the ids with a scan of the Running (lease) index, which
+-- holds an entry for every Running row version not yet vacuumed, thousands on a busy table.
 UPDATE queues_job AS j
-SET status = 'Completed', completed_at = %(now)s, result = NULL, run_token = NULL,
+SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,
     lease_expires_at = NULL
-WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running' AND j.run_token = %(token)s
+FROM unnest(%(ids)s::uuid[], %(results)s::jsonb[]) AS r (id, result)
+WHERE j.id = r.id AND j.status || '' = 'Running' AND j.run_token = %(token)s
 RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 
 -- name: lock_runs

@@ -169,8 +169,10 @@ def test_a_write_of_results_costs_the_same_statements_however_many_jobs(engine, 
     with recorded(engine) as (operations, statements):
         engine.finish_job_runs(finished)
     writes = [s for s in statements if s.lstrip().upper().startswith(("UPDATE", "INSERT"))]
-    # One locking read, one UPDATE per shape (completed, pending again), one history INSERT.
-    assert operations.count("lock_runs") == 1 and operations.count("update_each") == 2
+    # The completions' one statement (each with its result); for the failures one locking
+    # read and one UPDATE (pending again); one history INSERT.
+    assert operations.count("complete_runs") == 1
+    assert operations.count("lock_runs") == 1 and operations.count("update_each") == 1
     assert "update_runs" not in operations
     assert len(writes) == 3, writes
     assert [engine.get_job(job.id).result for job in jobs[:half]] == [

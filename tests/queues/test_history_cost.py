@@ -31,9 +31,11 @@ def test_a_write_of_completions_asks_nothing_of_the_history(queue):
     with recorded(queue) as (operations, statements):
         queue.finish_and_start_runs(finished, [held])
     assert "insert_attempts" not in operations and _history(statements) == []
-    # The plain completions of each claim are one statement, as before the history.
-    assert operations.count("complete_runs") == 1
+    # The completions of each claim (two here), with results or without, are one
+    # statement each, as before the history.
+    assert operations.count("complete_runs") == 2 and "update_each" not in operations
     assert queue.get_job_counts_by_status(name)["Completed"] == 25
+    assert [queue.get_job(job.id).result for job in with_results] == [{"n": 1}] * 5
 
 
 def test_a_write_of_many_failures_inserts_their_history_in_one_statement(queue):

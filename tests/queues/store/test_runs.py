@@ -80,6 +80,25 @@ def test_complete_runs_completes_the_runs_still_theirs(store):
     assert store.atomic(lambda: store.complete_runs([a], token, done)) == {}
 
 
+def test_complete_runs_writes_each_runs_own_result(store):
+    name = unique_queue("complete_results")
+    results = [{"ok": True, "n": 1}, None, False, 0, "", [], 'quote " and \u00e9', [1, {"a": None}]]
+    token, ids = _runs(store, name, len(results))
+    stale = uuid.uuid4()
+    written = store.atomic(lambda: store.complete_runs([*ids, stale], token, T0, [*results, 1]))
+    assert written == dict.fromkeys(ids, False)
+    stored = [one(store, i) for i in ids]
+    assert [j.result for j in stored] == results
+    assert [type(j.result) for j in stored] == [type(r) for r in results], "False is not 0"
+    assert all(j.status == JobStatus.COMPLETED and j.completed_at == T0 for j in stored)
+    # A job listed twice is written once, with one of its results.
+    token, (a,) = _runs(store, unique_queue("complete_twice"), 1)
+    assert store.atomic(lambda: store.complete_runs([a, a], token, T0, [{"n": 2}] * 2)) == {
+        a: False
+    }
+    assert one(store, a).result == {"n": 2}
+
+
 def test_update_runs_is_the_fenced_write(store):
     name = unique_queue("update_runs")
     token, (a, b) = _runs(store, name, 2)
