@@ -1,7 +1,8 @@
 """The outcomes of a claim that are not plain completions (a retry, a failure, a recurring
-job's completion, which sets its next run): written together, not one by one. Per claim, one locking read fences the runs (`lock_runs`: which are still
-this run's, and which have dependents), then one UPDATE per shape of outcome gives each row
-its own values (`update_each`). The rules are `plan_outcome`'s, as for an outcome written
+job's completion, which sets its next run): written together, not one by one. Per claim,
+one locking read fences the runs (`lock_runs`: which are still this run's, and which have
+dependents), then one UPDATE per shape of outcome gives each row its own values
+(`update_each`). The rules are `plan_outcome`'s, as for an outcome written
 alone; the effects on the jobs and groups around them (`effects.record_all`) are taken once
 for the whole write, after every outcome of it."""
 

@@ -3,10 +3,10 @@ once over the store: `JobQueue` inherits it. Every write is fenced by the run's 
 reaped, released or operator-retried run writes nothing and is told so (None, False, LOST).
 
 The hot path is `finish_and_start_runs`: one transaction, one catalogue statement per claim
-for the completions (each with its result) and one for the start markers, a locking read and one UPDATE per
-shape of outcome for the other outcomes (`outcome_batches`), then the effects of them all
-on their dependents, batches and workflows, each group row locked and written once
-(`effects.record_all`), and one INSERT for the error history of every run of the write
+for the completions (each with its result) and one for the start markers, a locking read
+and one UPDATE per shape of outcome for the other outcomes (`outcome_batches`), then the
+effects of them all on their dependents, batches and workflows, each group row locked and
+written once (`effects.record_all`), and one INSERT for the error history of every run of the write
 that failed (`history`).
 """
 
@@ -281,8 +281,8 @@ def _split_finished(
 ) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
     """How the outcomes are recorded, by claim token: the outcomes written with
     `record_each`, and the plain completions (of jobs with no schedule, each with its
-    result) written with one statement. A run without a token is in neither (its answer is None); a job listed
-    twice is recorded once (a plain completion answers for both)."""
+    result) written with one statement. A run without a token is in neither (its answer
+    is None); a job listed twice is recorded once (a plain completion answers for both)."""
     each: dict[UUID, list[int]] = {}
     plain: dict[UUID, list[int]] = {}
     seen: set[int] = set()
