@@ -82,7 +82,10 @@ def test_complete_runs_completes_the_runs_still_theirs(store):
 
 def test_complete_runs_writes_each_runs_own_result(store):
     name = unique_queue("complete_results")
-    results = [{"ok": True, "n": 1}, None, False, 0, "", [], 'quote " and \u00e9', [1, {"a": None}]]
+    results = [
+        {"ok": True, "n": 1}, None, False, 0, "", [], 'quote " and \u00e9 \U0001f600',
+        [1, {"a": None}],
+    ]
     token, ids = _runs(store, name, len(results))
     stale = uuid.uuid4()
     written = store.atomic(lambda: store.complete_runs([*ids, stale], token, T0, [*results, 1]))
