@@ -15,7 +15,6 @@ _RETRYABLE = {1213, 1205}
 
 class MySQLStore(SqlStore):
     vendor = "mysql"
-    results_as_pairs = True
 
     def is_retryable(self, exc: DatabaseError) -> bool:
         args = getattr(exc, "args", ()) or ()

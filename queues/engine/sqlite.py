@@ -11,11 +11,10 @@ from .sql import SqlStore
 
 class SQLiteStore(SqlStore):
     vendor = "sqlite"
-    results_as_pairs = True
 
-    def uuids(self, values):
+    def id_list(self, adapted):
         # The catalogue reads the list with json_each.
-        return json.dumps(super().uuids(values))
+        return json.dumps(adapted)
 
     def is_retryable(self, exc: DatabaseError) -> bool:
         # The busy timeout already waited; a lock that outlived it is worth one more go.

@@ -89,8 +89,8 @@ FOR UPDATE SKIP LOCKED
 
 -- name: complete_runs
 -- The completions of one claim (of jobs with no schedule), each with its own result (NULL
--- for none), in one statement: the ids and results come as two arrays, paired by
--- position. The fence (id, Running, this run's token) decides which rows are still this
+-- for none), in one statement: `results` is a JSON array of [id, result] pairs, the result
+-- as the JSON text the column stores (JSON null: SQL NULL, no result). The fence (id, Running, this run's token) decides which rows are still this
 -- run's, the row locks the UPDATE takes hold off a concurrent reaper (it skips locked
 -- rows) and make a concurrent fenced write wait and then miss. RETURNING names the rows
 -- written and whether each has dependents to release, so a batch of completions costs no
@@ -100,7 +100,8 @@ FOR UPDATE SKIP LOCKED
 UPDATE queues_job AS j
 SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,
     lease_expires_at = NULL
-FROM unnest(%(ids)s::uuid[], %(results)s::jsonb[]) AS r (id, result)
+FROM (SELECT (p ->> 0)::uuid AS id, (p ->> 1)::jsonb AS result
+      FROM jsonb_array_elements(%(results)s::jsonb) AS p) AS r
 WHERE j.id = r.id AND j.status || '' = 'Running' AND j.run_token = %(token)s
 RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 
@@ -111,7 +112,7 @@ RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id =
 -- these locks hold. On the primary key only, as complete_runs.
 SELECT j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 FROM queues_job AS j
-WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running' AND j.run_token = %(token)s
+WHERE j.id = ANY(%(ids)s::uuid[]) AND j.status || '' = 'Running' AND j.run_token = %(token)s
 FOR UPDATE
 
 -- name: start_runs
@@ -122,7 +123,7 @@ FOR UPDATE
 -- case costs this one statement.
 UPDATE queues_job AS j
 SET started_at = %(now)s, last_heartbeat_at = %(now)s
-WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running' AND j.run_token = %(token)s
+WHERE j.id = ANY(%(ids)s::uuid[]) AND j.status || '' = 'Running' AND j.run_token = %(token)s
 RETURNING j.id,
     EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name),
     EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
@@ -135,7 +136,7 @@ RETURNING j.id,
 -- to their next held jobs right after handing in outcomes ask it together (see
 -- workers/runtime/start_checks.py). On the primary key only, as complete_runs.
 SELECT j.id, j.run_token FROM queues_job AS j
-WHERE j.id = ANY(%(ids)s) AND j.status || '' = 'Running'
+WHERE j.id = ANY(%(ids)s::uuid[]) AND j.status || '' = 'Running'
   AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
   AND NOT EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
                   AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
