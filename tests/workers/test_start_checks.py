@@ -90,3 +90,39 @@ def test_a_paused_queue_and_a_failed_read_answer_no():
     assert len(gated.reads) == 3
     stored = queue.get_job(b.id)
     assert (stored.status, stored.started_at) == (JobStatus.RUNNING, b.started_at), "a read"
+
+
+class SteppedQueue(GatedQueue):
+    """Each read held (after it read) until the test lets that one read go."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        super().__init__(queue)
+        self.steps = threading.Semaphore(0)
+        self.gate = self  # GatedQueue.may_start waits on `gate.wait`
+
+    def wait(self, timeout):
+        return self.steps.acquire(timeout=timeout)
+
+
+def test_the_asks_that_come_during_a_read_are_the_next_reads_round_after_round():
+    queue, _, (a, b, c, d, e) = claimed(5)
+    stepped = SteppedQueue(queue)
+    checks = StartChecks(stepped)
+    answers: dict = {}
+    threads = [ask(checks, a, answers)]
+    wait_until(lambda: len(stepped.reads) == 1, 10, "the first ask did not read")
+    threads += [ask(checks, b, answers), ask(checks, c, answers)]
+    wait_until(lambda: len(checks.waiting) == 2, 10, "the second round did not gather")
+    stepped.steps.release()  # the first read ends: the second round's first ask reads
+    wait_until(lambda: len(stepped.reads) == 2 and a.id in answers, 10,
+               "the second round did not read")  # fmt: skip
+    assert answers == {a.id: True}, "an ask of the second round was answered by the first read"
+    threads += [ask(checks, d, answers), ask(checks, e, answers)]
+    wait_until(lambda: len(checks.waiting) == 2, 10, "the third round did not gather")
+    stepped.steps.release()
+    wait_until(lambda: len(stepped.reads) == 3, 10, "the third round did not read")
+    stepped.steps.release()
+    for thread in threads:
+        thread.join(30)
+    assert stepped.reads == [{a.id}, {b.id, c.id}, {d.id, e.id}], "one read a round"
+    assert answers == {job.id: True for job in (a, b, c, d, e)}
