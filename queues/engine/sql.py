@@ -32,6 +32,7 @@ INSERT_BATCH = 500
 class SqlStore:
     vendor = ""
     claim_is_one_statement = False
+
     def __init__(self, using: str) -> None:
         self.using = using
         self.queries = queries_for(self.vendor)

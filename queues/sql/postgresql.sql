@@ -88,15 +88,17 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: complete_runs
--- The completions of one claim (of jobs with no schedule), each with its own result (NULL
--- for none), in one statement: `results` is a JSON array of [id, result] pairs, the result
--- as the JSON text the column stores (JSON null: SQL NULL, no result). The fence (id, Running, this run's token) decides which rows are still this
--- run's, the row locks the UPDATE takes hold off a concurrent reaper (it skips locked
--- rows) and make a concurrent fenced write wait and then miss. RETURNING names the rows
--- written and whether each has dependents to release, so a batch of completions costs no
--- second read. `status || ''` keeps the planner on the primary key: compared bare,
--- `status = 'Running'` lets it AND the ids with a scan of the Running (lease) index, which
--- holds an entry for every Running row version not yet vacuumed, thousands on a busy table.
+-- The completions of one claim (of jobs with no schedule), each with its own result, in one
+-- statement: `results` is a JSON array of [id, result] pairs, the result as the JSON text
+-- the column stores (JSON null: SQL NULL, no result), one string because psycopg dumps an
+-- array of Jsonb element by element in Python. The fence (id, Running, this run's token)
+-- decides which rows are still this run's, the row locks the UPDATE takes hold off a
+-- concurrent reaper (it skips locked rows) and make a concurrent fenced write wait and then
+-- miss. RETURNING names the rows written and whether each has dependents to release, so a
+-- batch of completions costs no second read. `status || ''` keeps the planner on the primary
+-- key: compared bare, `status = 'Running'` lets it AND the ids with a scan of the Running
+-- (lease) index, which holds an entry for every Running row version not yet vacuumed,
+-- thousands on a busy table.
 UPDATE queues_job AS j
 SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,
     lease_expires_at = NULL
