@@ -60,10 +60,7 @@ class SqlStore:
         return self.connection.ops.adapt_datetimefield_value(value)
 
     def uuid(self, value: uuid.UUID | str | None):
-        if value is None:
-            return None
-        value = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-        return Job._meta.get_field("run_token").get_db_prep_value(value, self.connection)
+        return None if value is None else self.adapt_ids([value])[0]
 
     def adapt_ids(self, values: Sequence[uuid.UUID]) -> list:
         """Ids as the id columns compare them (adapted by the field, as the ORM's are)."""

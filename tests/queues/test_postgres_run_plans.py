@@ -25,13 +25,13 @@ def test_the_statements_of_id_lists_are_planned_once(name):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's plan cache")
     queue = JobQueue()
-    name_ = unique_queue("plans")
+    queue_name = unique_queue("plans")
     # A table of some size, analysed: on a few rows either plan costs the same.
     queue.enqueue_many(Job(queue_name=unique_queue("plans_other")) for _ in range(OTHERS))
-    queue.enqueue_many(Job(queue_name=name_) for _ in range(30))
+    queue.enqueue_many(Job(queue_name=queue_name) for _ in range(30))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE queues_job")
-    jobs = queue.dequeue(name_, DequeueOptions.batch(30))
+    jobs = queue.dequeue(queue_name, DequeueOptions.batch(30))
     store = sql_store("default")
     token, now = jobs[0].run_token, timezone.now()
     for i in range(RUNS):
