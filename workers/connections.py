@@ -5,19 +5,52 @@ has outlived CONN_MAX_AGE or was left in a transaction, and re-arms the health c
 (CONN_HEALTH_CHECKS) that the connection's next use runs. A thread with no connection open
 (a handler that does not use the database) pays one look-up.
 
+Django's health check is a round trip (`SELECT 1` on PostgreSQL, a ping on MySQL) before the
+first query of each job: for a handler that writes one row, as long as the write itself
+(measured: docs/benchmarks.md). `before_job` does a cheaper check first. A session that the
+server ended (a restart, a terminated backend, a killed connection, a crashed server) leaves
+its socket readable: the server's last message, or the end of the stream. An idle
+connection in autocommit expects nothing from the server, so a socket with nothing to read
+passes, and a readable one gets Django's full check. What neither check can see, a network
+path gone silent, makes a `SELECT 1` hang as long as the handler's own query would.
+
 A run that fails only because the database went away is not the job's fault: `lost_database`
 tells such a failure from one of the handler's own (see `Interrupted` in executor.py).
 """
 
 from __future__ import annotations
 
+import select
+
 from django.db import close_old_connections, connections
 
 from .faults import DB_FAULTS
 
-__all__ = ["after_job", "close_all", "lost_database"]
+__all__ = ["after_job", "before_job", "close_all", "lost_database"]
 
 after_job = close_old_connections
+
+
+def before_job() -> None:
+    """This thread's connections whose health check is due (CONN_HEALTH_CHECKS, re-armed by
+    `after_job`) pass it without a round trip if the server has sent them nothing."""
+    for conn in connections.all(initialized_only=True):
+        due = conn.connection is not None and conn.health_check_enabled
+        if due and not conn.health_check_done and _quiet(conn.connection):
+            conn.health_check_done = True
+
+
+def _quiet(raw) -> bool:
+    """Whether the socket of `raw` (a DB-API connection) has nothing to read. psycopg and
+    mysqlclient both give their socket's `fileno()`; another driver's, or a platform with
+    no poll(), is left to Django's check."""
+    try:
+        fd = raw.fileno()
+        poller = select.poll()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
 
 
 def close_all() -> None:

@@ -20,7 +20,7 @@ from django.db import connection
 
 from queues.api import Job, JobOutcome
 
-from .connections import after_job, close_all, lost_database
+from .connections import after_job, before_job, close_all, lost_database
 
 logger = logging.getLogger("workers")
 
@@ -149,9 +149,11 @@ class EventLoop:
 
 
 def _call(handler, job: Job) -> Any:
-    """`handler(job)` in this thread; afterwards (also after an error) this thread's
+    """`handler(job)` in this thread, its connections' due health checks passed cheaply
+    where they can be (`before_job`); afterwards (also after an error) this thread's
     connections are made fit for its next job."""
     try:
+        before_job()
         return handler(job)
     except BaseException as exc:
         if lost_database(exc):

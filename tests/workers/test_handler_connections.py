@@ -67,6 +67,56 @@ def test_a_connection_that_died_between_jobs_costs_the_next_job_nothing(
 
 
 @server_only
+def test_a_live_connection_passes_its_health_check_without_a_round_trip(
+    handler_runs, monkeypatch
+):
+    """Django's health check (`is_usable`: `SELECT 1`, a ping) runs only for a connection
+    whose socket the server wrote to; the jobs of a live one make no such round trip."""
+    monkeypatch.setitem(connections.settings["default"], "CONN_HEALTH_CHECKS", True)
+    wrapper = type(connections["default"])
+    checks: list[int] = []
+    original = wrapper.is_usable
+
+    def is_usable(self):
+        checks.append(1)
+        return original(self)
+
+    monkeypatch.setattr(wrapper, "is_usable", is_usable)
+    queue = JobQueue()
+    name = unique_queue("live")
+    ids = queue.enqueue_many([Job(queue_name=name) for _ in range(6)])
+    backends: list[int] = []
+
+    def handler(job):
+        record_run(job)
+        backends.append(backend_id())
+        return {"backend": backends[-1]}
+
+    with running(worker_for(queue, name, handler, batch_size=6, batch_concurrency=1)):
+        wait_for_status(queue, name, "Completed", 6, 30)
+    assert runs_per_job() == dict.fromkeys(ids, 1)
+    assert len(set(backends)) == 1, "the connection was not kept from job to job"
+    assert checks == []
+
+
+@server_only
+def test_a_connection_the_server_ended_fails_the_quiet_check(handler_runs):
+    """The cheap check reads the socket: the server's goodbye (or the end of the stream)
+    makes it readable, and Django's full check then finds the connection dead."""
+    from workers.connections import _quiet
+
+    other = connections.create_connection("default")
+    try:
+        backend = backend_id(other)
+        assert _quiet(other.connection)
+        kill_backend(backend)
+        wait_until(lambda: not _quiet(other.connection), 10, "the socket stayed quiet")
+        assert not other.is_usable()
+    finally:
+        other.close()
+
+
+@server_only
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_run_the_database_dropped_is_given_back_and_runs_again_at_once(
     handler_runs, caplog, kind

@@ -26,7 +26,7 @@ from django.db import DatabaseError
 
 from queues.api import Job
 
-from ..connections import after_job
+from ..connections import after_job, before_job
 
 logger = logging.getLogger("workers")
 
@@ -82,6 +82,7 @@ class StartChecks:
         asks = round_.asks
         startable: set = set()
         try:
+            before_job()  # the read is on this slot's connection, due its health check
             startable = self.queue.may_start([each.job for each in asks])
         except DatabaseError:
             logger.debug("checking %d held jobs before they start failed", len(asks),
