@@ -15,6 +15,7 @@ from django.db import connection, connections
 from queues.api import Job, JobQueue, JobStatus
 from tests.conftest import unique_queue
 from workers.api import Worker
+from workers.connections import _quiet
 from workers.runtime.state import MAX_GIVEN_BACK
 
 from .handler_runs import backend_id, kill_backend, record_run, runs_per_job
@@ -103,8 +104,6 @@ def test_a_live_connection_passes_its_health_check_without_a_round_trip(
 def test_a_connection_the_server_ended_fails_the_quiet_check(handler_runs):
     """The cheap check reads the socket: the server's goodbye (or the end of the stream)
     makes it readable, and Django's full check then finds the connection dead."""
-    from workers.connections import _quiet
-
     other = connections.create_connection("default")
     try:
         backend = backend_id(other)
