@@ -17,11 +17,10 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from . import effects, history, signals
-from .enums import JobStatus
 from .groups import BATCH_FAILED, batch_failed_error
 from .models import FailedAttempt, Job
-from .outcome_batches import completes_plainly, has_effects, record_each
-from .outcomes import JobOutcome, Plan, RecordedOutcome, check_outcome, plan_outcome
+from .outcome_batches import record_outcomes
+from .outcomes import JobOutcome, RecordedOutcome, check_outcome, plan_outcome
 from .validation import positive_lease
 
 #: What `start_claimed_run` did with a held job.
@@ -144,7 +143,7 @@ class Runs:
         def write(jobs: list[Job]):
             attempts: list[FailedAttempt] = []
             finishing = list(zip(jobs[:count], outcomes, strict=True))
-            recorded = self._record_many(finishing, now, attempts)
+            recorded = record_outcomes(self, finishing, now, attempts)
             answers = self._start_many(jobs[count:], now, attempts)
             self._insert_attempts(attempts)
             return recorded, answers
@@ -177,49 +176,10 @@ class Runs:
             outcomes = [
                 (jobs[i], JobOutcome.cancelled(errors[jobs[i].batch_id])) for i in cancelling
             ]
-            recorded = self._record_many(outcomes, now, attempts)
+            recorded = record_outcomes(self, outcomes, now, attempts)
             for i, answer in zip(cancelling, recorded, strict=True):
                 answers[i] = CANCELLED if answer else LOST
         return answers
-
-    def _record_many(self, finished, now: datetime, attempts: list) -> list[RecordedOutcome | None]:
-        results: list[RecordedOutcome | None] = [None] * len(finished)
-        each, plain = _split_finished(finished)
-        grouped: list[tuple[int, Plan]] = []  # the outcomes whose effects reach other rows
-        with_dependents: set[UUID] = set()
-        for token, indexes in each.items():
-            record_each(self, finished, indexes, token, now, attempts, results, grouped,
-                        with_dependents)  # fmt: skip
-        seen: set[UUID] = set()
-        for token, indexes in plain.items():
-            ids = [finished[i][0].id for i in indexes]
-            values = [finished[i][1].result for i in indexes]
-            written = self.store.complete_runs(ids, token, now, values)
-            for i in indexes:
-                job = finished[i][0]
-                if job.id not in written:
-                    continue  # a stale run: its answer stays None
-                job.status, job.completed_at = JobStatus.COMPLETED, now
-                job.result = finished[i][1].result
-                job.run_token = job.lease_expires_at = None
-                results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
-                if has_effects(job, written[job.id]) and job.id not in seen:
-                    seen.add(job.id)  # listed twice: its effects once
-                    grouped.append((i, _COMPLETED))
-                    if written[job.id]:
-                        with_dependents.add(job.id)
-                signals.run_ended(
-                    self.store, type(self), job, finished[i][1], JobStatus.COMPLETED,
-                    job.attempts, job.started_at, now,
-                )  # fmt: skip
-        # The effects once every outcome is written (a child of two completed jobs is
-        # released at once, a batch row written once), in the order of `finished`.
-        grouped.sort(key=lambda pair: pair[0])
-        pairs = [(finished[i][0], plan) for i, plan in grouped]
-        answers = effects.record_all(self.store, pairs, now, with_dependents)
-        for (i, _), answer in zip(grouped, answers, strict=True):
-            results[i] = answer
-        return results
 
     def _record(
         self, job: Job, outcome: JobOutcome, now: datetime, attempts: list[FailedAttempt]
@@ -274,31 +234,6 @@ def _by_claim(jobs: Sequence[Job]) -> list[tuple[UUID, list[UUID]]]:
         if job.run_token is not None:
             by_token.setdefault(job.run_token, []).append(job.id)
     return list(by_token.items())
-
-
-def _split_finished(
-    finished: Sequence[tuple[Job, JobOutcome]],
-) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
-    """How the outcomes are recorded, by claim token: the outcomes written with
-    `record_each`, and the plain completions (of jobs with no schedule, each with its
-    result) written with one statement. A run without a token is in neither (its answer
-    is None); a job listed twice is recorded once (a plain completion answers for both)."""
-    each: dict[UUID, list[int]] = {}
-    plain: dict[UUID, list[int]] = {}
-    seen: set[int] = set()
-    for index, (job, outcome) in enumerate(finished):
-        if job.run_token is None:
-            continue
-        if completes_plainly(job, outcome):
-            plain.setdefault(job.run_token, []).append(index)
-        elif id(job) not in seen:
-            seen.add(id(job))
-            each.setdefault(job.run_token, []).append(index)
-    return each, plain
-
-
-#: What a plain completion (`complete_runs`) wrote, for its effects: the job took its values.
-_COMPLETED = Plan(JobStatus.COMPLETED, {}, terminal_failure=False, completed=True)
 
 
 def _copy(job: Job) -> Job:

@@ -37,7 +37,7 @@ def test_a_failed_finish_can_be_written_again(fail_once, many):
     job_id = queue.enqueue(Job(queue_name=name))
     (job,) = queue.dequeue(name)
     token = job.run_token
-    # A result makes it more than a plain completion (batched with `record_each`).
+    # A completion with a result: written by the completion statement, in either call.
     outcome = JobOutcome.completed({"ok": True})
 
     def finish():
