@@ -186,6 +186,28 @@ def test_each_peer_is_given_as_a_ratio_to_hammerweb_of_the_same_run():
     assert "2.00x" in table and "0.50x" in table
 
 
+def test_the_table_shows_each_runs_cpu_a_job_and_leaves_what_was_not_measured_blank():
+    def run(peer, server):
+        figures = {"jobs_per_second": 1000.0, "worker_jobs_per_second": 1200.0,
+                   "worker_cpu_us_per_job": 321.4, "server_cpu_us_per_job": server}
+        return {"peer": peer, "version": "1", "shape": "noop", "settings": {},
+                "figures": figures}
+
+    meta = {"repeat": 1, "jobs": 10, "samples": 5, "load_before": [1.0], "load_after": [1.0]}
+    table = report.as_table(meta, report.medians([run("hammerweb", 87.6), run("pgqueuer", None)]))
+    rows = {line.split()[0]: line for line in table.splitlines() if "no-op" in line}
+    assert rows["hammerweb"].split()[-2:] == ["321", "88"]
+    assert rows["pgqueuer"].split()[-2:] == ["1.00x", "321"]  # no server figure: blank
+
+
+def test_the_drivers_cpu_reader_is_the_projects_own():
+    """The driver (in a peer's venv) loads the project's stdlib-only reader by its path."""
+    from hammerweb.measure.benchmark import cpu
+
+    assert Path(driver.cpu.__file__) == Path(cpu.__file__)
+    assert driver.cpu.is_local("127.0.0.1") and not driver.cpu.is_local("db.example.com")
+
+
 def test_hammerweb_runs_from_the_project_venv_with_its_own_cli():
     hammerweb = registry.PEERS["hammerweb"]
     assert hammerweb.project and not hammerweb.requirements

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.util
 import json
 import os
 import random
@@ -31,9 +32,21 @@ from peers import shapes
 from peers.report import percentile
 
 SCRIPTS = Path(__file__).resolve().parent.parent
+
+
+def _project_module(name: str, relative: str):
+    """A stdlib-only module of the project, loaded by path: this process runs in a peer's
+    venv, which cannot import the project's packages."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS.parent / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 POLL = 0.02
 STOP_TIMEOUT = 30.0
 MARK = "PEERBENCH "
+cpu = _project_module("hammerweb_cpu", "hammerweb/measure/benchmark/cpu.py")
 
 
 class BenchFailure(RuntimeError):
@@ -174,13 +187,20 @@ def throughput(
         # queued row on each fetch. Not timed: the figures add the enqueue to the worker's run.
         if stats == "backlog":
             connection.execute("ANALYZE")
+        backend = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
+        worker_before, server_before = cpu.children_cpu(), cpu.postgres_cpu(backend)
         spawned = time.monotonic()
         process = start_worker(module, dsn, shape, settings, log)
         try:
             finished = wait_finished(connection, module, process, spawned + 120 + jobs / 50)
         finally:
             stop_seconds = stop_worker(process)
+        # Both until the worker has exited: its shutdown's work is part of its run.
+        worker_cpu = cpu.children_cpu() - worker_before
+        server_after = cpu.postgres_cpu(backend)
         checked = verify(connection, module, jobs, shape)
+    local = cpu.is_local(conninfo_to_dict(dsn).get("host"))
+    server_cpu = server_after - server_before if local and server_before is not None else None
     total = (enqueue_done - enqueued) + (finished - spawned)
     return {
         "jobs": jobs,
@@ -190,6 +210,10 @@ def throughput(
         "jobs_per_second": jobs / total,
         "worker_jobs_per_second": jobs / (finished - spawned),
         "stop_seconds": stop_seconds,
+        # CPU a job: the worker process (and its children), and the server where it runs on
+        # this machine (None elsewhere); the driver's own polling is in the server's share.
+        "worker_cpu_us_per_job": round(worker_cpu / jobs * 1e6, 1),
+        "server_cpu_us_per_job": None if server_cpu is None else round(server_cpu / jobs * 1e6, 1),
         "verified": checked,
     }
 

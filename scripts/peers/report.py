@@ -81,7 +81,7 @@ def as_table(meta: dict, results: list[dict]) -> str:
         f"{meta['load_before'][0]:.2f} before, {meta['load_after'][0]:.2f} after",
         "",
         f"{'peer':<22}{'shape':<34}{'jobs/s':>9}{'from start':>12}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'hammerweb/peer':>16}",
+        f"{'hammerweb/peer':>16}{'worker µs':>11}{'server µs':>11}",
     ]
     for result in results:
         name = f"{result['peer']} {result['version']}"
@@ -95,13 +95,14 @@ def as_table(meta: dict, results: list[dict]) -> str:
                 "",
                 "",
             ]
+        cpu = [_number(figures.get(f"{side}_cpu_us_per_job")) for side in ("worker", "server")]
         errors = result["errors"]
         failed = f"  FAILED {len(errors)}x: {errors[0]}" if errors else ""
         ratio = result.get("hammerweb_ratio")
         ratio = "" if ratio is None else f"{ratio:.2f}x"
         lines.append(
             f"{name:<22}{result['label']:<34}{row[0]:>9}{row[1]:>12}{row[2]:>9}{row[3]:>9}"
-            f"{ratio:>16}{failed}"
+            f"{ratio:>16}{cpu[0]:>11}{cpu[1]:>11}{failed}"
         )
     lines += [
         "",
@@ -109,7 +110,9 @@ def as_table(meta: dict, results: list[dict]) -> str:
         "last job finished; p50/p99: enqueue call to handler start, idle worker; "
         "hammerweb/peer: Hammerweb's jobs/s over the peer's (above 1: Hammerweb is "
         "faster), or Hammerweb's pickup p50 over the peer's (below 1: Hammerweb is "
-        "sooner), same shape, same run.",
+        "sooner), same shape, same run; worker µs and server µs: CPU a job of the "
+        "worker's processes and of the PostgreSQL server (its backends and the driver's "
+        "polling), from the worker's start to its exit.",
     ]
     stores = {r["peer"]: r["results_stored"] for r in results if "results_stored" in r}
     for peer, text in stores.items():

@@ -8,6 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,6 +79,14 @@ def test_benchqueue_runs_runworker_on_every_handler_shape(monkeypatch):
     ]
     # Each figure checked that the child completed its 5 jobs (it raises otherwise).
     assert all(row["jobs"] == 5 and row["jobs_per_second"] > 0 for row in rows)
+    # The child's CPU (its start-up alone is more than a clock tick) and, on a server of
+    # this machine, the server's; SQLite's work is the worker's.
+    assert all(row["worker_cpu_us_per_job"] > 0 for row in rows)
+    servers = [row["server_cpu_us_per_job"] for row in rows]
+    if connection.vendor == "sqlite":
+        assert servers == [None] * len(rows)
+    else:
+        assert all(server is not None and server >= 0 for server in servers)
 
 
 def test_medians_pick_the_middle_run_of_each_measurement():

@@ -24,10 +24,18 @@ class Figure:
     label: str
     jobs: int
     seconds: float
+    # CPU seconds of the worker processes and of the database server, where measured
+    # (cpu.py): steadier than the rate on a machine whose speed drifts.
+    worker_cpu: float | None = None
+    server_cpu: float | None = None
 
     @property
     def rate(self) -> float:
         return self.jobs / self.seconds if self.seconds else 0.0
+
+    def per_job_us(self, seconds: float | None) -> float | None:
+        """CPU seconds as microseconds a job (None stays None)."""
+        return None if seconds is None or not self.jobs else seconds / self.jobs * 1e6
 
 
 def medians(rounds: list[list[Figure]]) -> list[Figure]:

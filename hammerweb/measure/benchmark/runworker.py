@@ -21,7 +21,7 @@ from queues.models import Batch
 from queues.task_jobs import task_payload
 
 from ..models import BenchNote
-from . import shapes
+from . import cpu, shapes
 from .runs import Figure
 
 #: As the issue measured it: batch 50, concurrency 10, a short poll, exit when empty.
@@ -42,13 +42,48 @@ def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes
     _clear(queue, name)
     try:
         _enqueue(queue, name, count)
+        worker_before, server_before = cpu.children_cpu(), server_cpu(queue.using)
         seconds = _run(queue.using, name, processes)
+        worker_cpu = cpu.children_cpu() - worker_before
+        server_after = server_cpu(queue.using)
         completed = queue.get_job_counts_by_status(name)["Completed"]
         if completed != count:
             raise RuntimeError(f"runworker completed {completed} of {count} jobs of {name}")
     finally:
         _clear(queue, name)
-    return Figure("runworker", f"{label}, processes {processes}", count, seconds)
+    return Figure(
+        "runworker",
+        f"{label}, processes {processes}",
+        count,
+        seconds,
+        worker_cpu=worker_cpu,
+        server_cpu=None if server_before is None else server_after - server_before,
+    )
+
+
+#: How to find the server's process id on each vendor: PostgreSQL names this connection's
+#: backend (its parent is the postmaster), MariaDB and MySQL the file their pid is in.
+_SERVER_PID = {"postgresql": "SELECT pg_backend_pid()", "mysql": "SELECT @@pid_file"}
+
+
+def server_cpu(using: str) -> float | None:
+    """CPU seconds the database server has used so far, if it runs on this machine (None
+    for SQLite, whose work is the worker's, and for a server elsewhere)."""
+    connection = connections[using]
+    query = _SERVER_PID.get(connection.vendor)
+    if query is None or not cpu.is_local(connection.settings_dict.get("HOST")):
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        (found,) = cursor.fetchone()
+    if connection.vendor == "postgresql":
+        return cpu.postgres_cpu(found)
+    try:
+        with open(found) as file:
+            pid = int(file.read().split()[0])
+    except (OSError, ValueError, IndexError):  # no pid file to read here
+        return None
+    return cpu.process_cpu(pid)
 
 
 def byte_compile() -> None:

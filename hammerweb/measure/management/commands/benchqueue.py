@@ -143,6 +143,9 @@ class Command(BaseCommand):
                     "seconds": round(f.seconds, 4),
                     "jobs_per_second": round(f.rate, 1),
                     "ratio": ratio,
+                    # Measured for the runworker children only (None elsewhere).
+                    "worker_cpu_us_per_job": _rounded(f.per_job_us(f.worker_cpu)),
+                    "server_cpu_us_per_job": _rounded(f.per_job_us(f.server_cpu)),
                 }
             )
         meta = {
@@ -160,8 +163,18 @@ class Command(BaseCommand):
         self.stdout.write(f"{meta['database']} ({meta['vendor']}), {jobs} jobs per figure{median}")
         self.stdout.write(f"{'group':<16}{'measurement':<36}{'jobs/s':>10}  ratio")
         for row in rows:
-            rate = row["jobs_per_second"]
-            self.stdout.write(f"{row['group']:<16}{row['label']:<36}{rate:>10.0f}  {row['ratio']}")
+            rate, ratio = row["jobs_per_second"], row["ratio"]
+            if row["worker_cpu_us_per_job"] is not None:
+                server = row["server_cpu_us_per_job"]
+                ratio = f"CPU a job: worker {row['worker_cpu_us_per_job']:.0f} µs, server " + (
+                    f"{server:.0f} µs" if server is not None
+                    else "in the worker's" if connection.vendor == "sqlite" else "not measured"
+                )  # fmt: skip
+            self.stdout.write(f"{row['group']:<16}{row['label']:<36}{rate:>10.0f}  {ratio}")
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def _heard(signal, sender, **arguments) -> None:
