@@ -1,9 +1,8 @@
 """CPU seconds spent by a measurement's worker processes and by the database server.
 
-On this two-core machine a run's rate moves by a fifth from one minute to the next (CPU
-frequency, other guests), while the CPU each job costs stays put: the worker's CPU and the
-server's CPU per job are the figures to compare two versions of the code by, and they show
-where a job's cost lies (the worker's Python or the server's statements).
+The CPU a job says where a job's cost lies (the worker's Python or the server's statements)
+and what it costs the machine, whatever the worker spent waiting: two workers that each wait
+for the other's round trips can show the same rate at very different costs.
 
 The worker's share is `resource`'s RUSAGE_CHILDREN: every child this process waited for,
 and their children that they waited for (runworker's supervisor waits for its processes).

@@ -25,7 +25,7 @@ class Figure:
     jobs: int
     seconds: float
     # CPU seconds of the worker processes and of the database server, where measured
-    # (cpu.py): steadier than the rate on a machine whose speed drifts.
+    # (cpu.py): what the figure's jobs cost, and where.
     worker_cpu: float | None = None
     server_cpu: float | None = None
 
