@@ -57,7 +57,7 @@ def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes
         count,
         seconds,
         worker_cpu=worker_cpu,
-        server_cpu=None if server_before is None else server_after - server_before,
+        server_cpu=None if None in (server_before, server_after) else server_after - server_before,
     )
 
 
