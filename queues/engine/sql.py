@@ -9,11 +9,14 @@ import json
 import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import partial
 from itertools import repeat
+from operator import attrgetter
 
 from django.db import DatabaseError, connections, transaction
 from django.db.models import F, Q
+from django.utils.duration import duration_microseconds
 
 from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
@@ -27,6 +30,50 @@ from .rows import RowReader
 
 #: Rows per INSERT statement of a bulk insert.
 INSERT_BATCH = 500
+
+
+def _column_adapter(field):
+    """How `job_rows` writes one column: `adapt(job, connection)`, the value Django's
+    bulk_create would bind (the field's `pre_save` and `get_db_prep_save`) as JSON."""
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        read = partial(field.pre_save, add=True)
+    else:  # what pre_save returns for every other field, without the call
+        read = attrgetter(field.attname)
+    if field.get_internal_type() == "JSONField":
+        # Not the adapter that get_db_prep_save gives on PostgreSQL: the text it would send.
+        prepare, encoder = field.get_prep_value, field.encoder
+
+        def adapt(job, connection):
+            value = read(job)
+            return None if value is None else json.dumps(prepare(value), cls=encoder)
+
+        return adapt
+    save = field.get_db_prep_save
+
+    def adapt(job, connection):
+        value = read(job)
+        return None if value is None else _as_json(save(value, connection))
+
+    return adapt
+
+
+def _as_json(value):
+    """A column's adapted value as JSON: text, numbers and NULL as they are, a boolean as 0
+    or 1, an interval as microseconds and a timestamptz as ISO text (PostgreSQL's; other
+    vendors' adapters give these as numbers and text already), a native UUID as its text."""
+    if value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int):
+        return int(value)  # a bool too
+    if isinstance(value, timedelta):
+        return duration_microseconds(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+#: `job_rows`' adapter of each of Job's columns, in the model's order.
+_COLUMN_ADAPTERS = [_column_adapter(field) for field in Job._meta.concrete_fields]
 
 
 class SqlStore:
@@ -91,6 +138,17 @@ class SqlStore:
         return json.dumps([
             [str(job_id), None if value is None else json.dumps(prepare(value), cls=encoder)]
             for job_id, value in zip(adapted, values, strict=True)
+        ])  # fmt: skip
+
+    def job_rows(self, jobs: Sequence[Job]) -> str:
+        """New jobs as one JSON array of rows for the catalogue's `insert_jobs`: each row the
+        values of the job's columns in the model's order, each as Django's bulk_create would
+        bind it (the field's `pre_save` and `get_db_prep_save`), then as JSON: a JSON
+        column's value as the JSON text Django writes, an id or a time as its text, a
+        duration as microseconds, a boolean as 0 or 1."""
+        connection = self.connection  # once: each lookup is a thread-local read
+        return json.dumps([
+            [adapt(job, connection) for adapt in _COLUMN_ADAPTERS] for job in jobs
         ])  # fmt: skip
 
     def read_uuid(self, value) -> uuid.UUID | None:
@@ -284,7 +342,13 @@ class SqlStore:
             self._insert(jobs)
 
     def _insert(self, jobs: Sequence[Job]) -> None:
-        self._jobs().bulk_create(jobs, batch_size=INSERT_BATCH)
+        with self.cursor() as cursor:
+            for start in range(0, len(jobs), INSERT_BATCH):
+                rows = self.job_rows(jobs[start : start + INSERT_BATCH])
+                cursor.execute(self.queries["insert_jobs"], {"rows": rows})
+        for job in jobs:  # saved, as bulk_create leaves them: a save() now is an UPDATE
+            job._state.adding = False
+            job._state.db = self.using
         edges = [
             JobDependency(job_id=job.id, parent_id=uuid.UUID(p))
             for job in jobs

@@ -301,3 +301,33 @@ WHERE NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue
 
 -- name: drop_pickup_notify
 -- Nothing installed (see install_pickup_notify).
+
+-- name: insert_jobs
+-- New jobs, many in one statement: `rows` is one JSON array of rows, each the values of the
+-- job's columns in the model's order (SqlStore.job_rows; a test holds this list to the
+-- model), adapted by each field as Django's bulk_create adapts them, read as rows by
+-- JSON_TABLE. One parameter instead of 36 a row, each escaped in Python by the driver (1.1 s
+-- for 5,000 jobs). Every column is read as text (JSON null: NULL) and converted by the
+-- INSERT itself, as Django's literals were: JSON_TABLE's own conversion of a value that
+-- does not fit its column type gives NULL or a truncated value, where the INSERT refuses it.
+INSERT INTO queues_job (
+    id, queue_name, payload, status, priority, attempts, max_attempts, created_at, scheduled_at,
+    started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
+    result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
+    dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta
+)
+SELECT r.* FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
+    c0 LONGTEXT PATH '$[0]', c1 LONGTEXT PATH '$[1]', c2 LONGTEXT PATH '$[2]',
+    c3 LONGTEXT PATH '$[3]', c4 LONGTEXT PATH '$[4]', c5 LONGTEXT PATH '$[5]',
+    c6 LONGTEXT PATH '$[6]', c7 LONGTEXT PATH '$[7]', c8 LONGTEXT PATH '$[8]',
+    c9 LONGTEXT PATH '$[9]', c10 LONGTEXT PATH '$[10]', c11 LONGTEXT PATH '$[11]',
+    c12 LONGTEXT PATH '$[12]', c13 LONGTEXT PATH '$[13]', c14 LONGTEXT PATH '$[14]',
+    c15 LONGTEXT PATH '$[15]', c16 LONGTEXT PATH '$[16]', c17 LONGTEXT PATH '$[17]',
+    c18 LONGTEXT PATH '$[18]', c19 LONGTEXT PATH '$[19]', c20 LONGTEXT PATH '$[20]',
+    c21 LONGTEXT PATH '$[21]', c22 LONGTEXT PATH '$[22]', c23 LONGTEXT PATH '$[23]',
+    c24 LONGTEXT PATH '$[24]', c25 LONGTEXT PATH '$[25]', c26 LONGTEXT PATH '$[26]',
+    c27 LONGTEXT PATH '$[27]', c28 LONGTEXT PATH '$[28]', c29 LONGTEXT PATH '$[29]',
+    c30 LONGTEXT PATH '$[30]', c31 LONGTEXT PATH '$[31]', c32 LONGTEXT PATH '$[32]',
+    c33 LONGTEXT PATH '$[33]', c34 LONGTEXT PATH '$[34]', c35 LONGTEXT PATH '$[35]'
+)) AS r

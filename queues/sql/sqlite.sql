@@ -270,3 +270,30 @@ PRAGMA data_version
 
 -- name: drop_pickup_notify
 -- Nothing installed (see install_pickup_notify).
+
+-- name: insert_jobs
+-- New jobs, many in one statement: `rows` is one JSON array of rows, each the values of the
+-- job's columns in the model's order (SqlStore.job_rows; a test holds this list to the
+-- model), adapted by each field as Django's bulk_create adapts them: the same text,
+-- numbers and NULLs that Django writes (a JSON column's JSON text as a string). One
+-- parameter instead of 36 a row bound by Django.
+INSERT INTO queues_job (
+    id, queue_name, payload, status, priority, attempts, max_attempts, created_at, scheduled_at,
+    started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
+    result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
+    dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta
+)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+    json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+    json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
+    json_extract(value, '$[9]'), json_extract(value, '$[10]'), json_extract(value, '$[11]'),
+    json_extract(value, '$[12]'), json_extract(value, '$[13]'), json_extract(value, '$[14]'),
+    json_extract(value, '$[15]'), json_extract(value, '$[16]'), json_extract(value, '$[17]'),
+    json_extract(value, '$[18]'), json_extract(value, '$[19]'), json_extract(value, '$[20]'),
+    json_extract(value, '$[21]'), json_extract(value, '$[22]'), json_extract(value, '$[23]'),
+    json_extract(value, '$[24]'), json_extract(value, '$[25]'), json_extract(value, '$[26]'),
+    json_extract(value, '$[27]'), json_extract(value, '$[28]'), json_extract(value, '$[29]'),
+    json_extract(value, '$[30]'), json_extract(value, '$[31]'), json_extract(value, '$[32]'),
+    json_extract(value, '$[33]'), json_extract(value, '$[34]'), json_extract(value, '$[35]')
+FROM json_each(%(rows)s)
