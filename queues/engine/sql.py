@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from itertools import repeat
@@ -16,7 +16,6 @@ from operator import attrgetter
 
 from django.db import DatabaseError, connections, transaction
 from django.db.models import F, Q
-from django.utils.duration import duration_microseconds
 
 from ..counts import counts_by_queue
 from ..enums import FAILURE_STATUSES, JobStatus
@@ -30,6 +29,11 @@ from .rows import RowReader
 
 #: Rows per INSERT statement of a bulk insert.
 INSERT_BATCH = 500
+#: At most this much JSON text (ASCII: characters are bytes) a statement of new jobs, a
+#: single larger row alone: MariaDB refuses a statement over its max_allowed_packet (16 MiB
+#: by default; the driver's escaping can double the text) and PostgreSQL a jsonb value over
+#: 256 MiB, and 500 jobs of payloads under the 1 MB that the checks allow could be either.
+INSERT_BYTES = 4 * 1024 * 1024
 
 
 def _column_adapter(field):
@@ -59,14 +63,16 @@ def _column_adapter(field):
 
 def _as_json(value):
     """A column's adapted value as JSON: text, numbers and NULL as they are, a boolean as 0
-    or 1, an interval as microseconds and a timestamptz as ISO text (PostgreSQL's; other
-    vendors' adapters give these as numbers and text already), a native UUID as its text."""
+    or 1, an interval and a timestamptz as their text (PostgreSQL's; other vendors'
+    adapters give these as numbers and text already), a native UUID as its text."""
     if value is None or isinstance(value, str | float):
         return value
     if isinstance(value, int):
         return int(value)  # a bool too
     if isinstance(value, timedelta):
-        return duration_microseconds(value)
+        # PostgreSQL's interval, in the text psycopg sends ("2 days 0:00:05"): as
+        # microseconds, an interval of two days would be stored as 48 hours.
+        return str(value).replace(",", "")
     if isinstance(value, datetime):
         return value.isoformat()
     return str(value)
@@ -140,16 +146,25 @@ class SqlStore:
             for job_id, value in zip(adapted, values, strict=True)
         ])  # fmt: skip
 
-    def job_rows(self, jobs: Sequence[Job]) -> str:
-        """New jobs as one JSON array of rows for the catalogue's `insert_jobs`: each row the
-        values of the job's columns in the model's order, each as Django's bulk_create would
-        bind it (the field's `pre_save` and `get_db_prep_save`), then as JSON: a JSON
-        column's value as the JSON text Django writes, an id or a time as its text, a
-        duration as microseconds, a boolean as 0 or 1."""
+    def job_rows(self, jobs: Sequence[Job]) -> Iterator[str]:
+        """New jobs as JSON arrays of rows for the catalogue's `insert_jobs`, one a statement
+        (at most `INSERT_BATCH` rows and about `INSERT_BYTES` of text): each row the values
+        of the job's columns in the model's order, each as Django's bulk_create would bind
+        it (the field's `pre_save` and `get_db_prep_save`), then as JSON: a JSON column's
+        value as the JSON text Django writes, an id or a time as its text, a duration as
+        microseconds (PostgreSQL: its interval's text), a boolean as 0 or 1."""
         connection = self.connection  # once: each lookup is a thread-local read
-        return json.dumps([
-            [adapt(job, connection) for adapt in _COLUMN_ADAPTERS] for job in jobs
-        ])  # fmt: skip
+        chunk: list[str] = []
+        size = 0
+        for job in jobs:
+            row = json.dumps([adapt(job, connection) for adapt in _COLUMN_ADAPTERS])
+            if chunk and (len(chunk) == INSERT_BATCH or size + len(row) > INSERT_BYTES):
+                yield "[" + ",".join(chunk) + "]"
+                chunk, size = [], 0
+            chunk.append(row)
+            size += len(row) + 1
+        if chunk:
+            yield "[" + ",".join(chunk) + "]"
 
     def read_uuid(self, value) -> uuid.UUID | None:
         """An id or token column of a raw row, as the ORM would read it."""
@@ -343,8 +358,7 @@ class SqlStore:
 
     def _insert(self, jobs: Sequence[Job]) -> None:
         with self.cursor() as cursor:
-            for start in range(0, len(jobs), INSERT_BATCH):
-                rows = self.job_rows(jobs[start : start + INSERT_BATCH])
+            for rows in self.job_rows(jobs):
                 cursor.execute(self.queries["insert_jobs"], {"rows": rows})
         for job in jobs:  # saved, as bulk_create leaves them: a save() now is an UPDATE
             job._state.adding = False

@@ -4,6 +4,7 @@ and leaves the jobs saved, as bulk_create did."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -53,8 +54,8 @@ def _every_column_set(parent: Job, batch: Batch, workflow: Workflow, slot: str) 
         completed_at=at + timedelta(seconds=2),
         failed_at=at + timedelta(seconds=3),
         timed_out_at=at + timedelta(seconds=4),
-        error_message="it's\tbroken: 'x' \\ %s %(y)s",
-        timeout=timedelta(seconds=90, microseconds=5),
+        error_message="it's\tbroken: 'x' \\ %s %(y)s 🚨",
+        timeout=timedelta(days=2, seconds=90, microseconds=5),  # days: an interval's own unit
         retry_strategy={"kind": "exponential", "base": 2},
         result=["a", 1, None, True],
         cron_schedule="*/5 * * * *",
@@ -79,13 +80,18 @@ def _every_column_set(parent: Job, batch: Batch, workflow: Workflow, slot: str) 
     )
 
 
+#: Each column as the database's own text of it: an interval of 48 hours and one of 2 days
+#: read back as the same timedelta, but are not stored alike; SQLite's quote() tells the
+#: integer 1 from the text '1'.
+AS_TEXT = {"postgresql": "{}::text", "mysql": "CAST({} AS CHAR)", "sqlite": "quote({})"}
+
+
 def _raw_row(job_id: uuid.UUID) -> dict:
-    """The row as the database holds it, read without the ORM's converters."""
+    """The row as the database holds it, each column as its text."""
     adapted = Job._meta.pk.get_db_prep_value(job_id, connection)
+    columns = ", ".join(AS_TEXT[connection.vendor].format(column) for column in COLUMNS)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {', '.join(COLUMNS)} FROM queues_job WHERE id = %s", [adapted]
-        )  # fmt: skip
+        cursor.execute(f"SELECT {columns} FROM queues_job WHERE id = %s", [adapted])
         (row,) = cursor.fetchall()
     return dict(zip(COLUMNS, row, strict=True))
 
@@ -102,12 +108,26 @@ def test_a_job_is_stored_as_djangos_own_insert_stores_it():
     sql_store("default").insert_jobs([ours])
 
     mine, theirs = _raw_row(ours.id), _raw_row(djangos.id)
-    assert mine.pop("unique_slot") == "slot-ours" and theirs.pop("unique_slot") == "slot-djangos"
-    assert mine.pop("id") != theirs.pop("id")
+    for own in ("id", "unique_slot"):  # each job's own (the slot is unique)
+        assert mine.pop(own) != theirs.pop(own)
     assert mine == theirs  # every other column, to the character
     stored = Job.objects.get(id=ours.id)
     for field in Job._meta.concrete_fields:
         assert getattr(stored, field.attname) == getattr(ours, field.attname), field.name
+
+
+def test_a_job_of_defaults_is_stored_as_djangos_own_insert_stores_it():
+    """NULLs, JSON defaults and the one instant of a new job, compared raw."""
+    ours, djangos = Job(queue_name="insert_defaults"), Job(queue_name="insert_defaults")
+    Job.objects.bulk_create([djangos])
+    sql_store("default").insert_jobs([ours])
+    mine, theirs = _raw_row(ours.id), _raw_row(djangos.id)
+    for moment in ("created_at", "scheduled_at"):  # each job's own instant
+        assert (mine.pop(moment) is None) is (theirs.pop(moment) is None) is False
+    assert mine.pop("id") != theirs.pop("id")
+    assert mine == theirs
+    null = "NULL" if connection.vendor == "sqlite" else None  # quote(NULL) is its text
+    assert mine["result"] == mine["timeout"] == null  # SQL NULL, not JSON null
 
 
 def test_inserted_jobs_are_saved_ones_and_many_take_several_statements(monkeypatch):
@@ -115,7 +135,9 @@ def test_inserted_jobs_are_saved_ones_and_many_take_several_statements(monkeypat
 
     monkeypatch.setattr(engine_sql, "INSERT_BATCH", 3)
     jobs = [Job(queue_name="insert_many", payload={"i": i}) for i in range(7)]
-    sql_store("default").insert_jobs(jobs)
+    store = sql_store("default")
+    assert [len(json.loads(rows)) for rows in store.job_rows(jobs)] == [3, 3, 1]
+    store.insert_jobs(jobs)
 
     stored = Job.objects.filter(queue_name="insert_many").order_by("created_at", "id")
     assert sorted(job.payload["i"] for job in stored) == list(range(7))
@@ -125,3 +147,22 @@ def test_inserted_jobs_are_saved_ones_and_many_take_several_statements(monkeypat
     first.save()  # an UPDATE of the stored row, not a second insert
     assert Job.objects.get(id=first.id).error_message == "changed"
     assert Job.objects.filter(queue_name="insert_many").count() == 7
+
+
+def test_statements_are_cut_by_size_and_a_larger_row_goes_alone(monkeypatch):
+    """MariaDB refuses a statement over its max_allowed_packet, PostgreSQL a jsonb value over
+    256 MiB: rows are cut by their text's size too, not only by their number."""
+    from queues.engine import sql as engine_sql
+
+    big = Job(queue_name="insert_sized", payload={"text": "x" * 3000})
+    small = [Job(queue_name="insert_sized", payload={"i": i}) for i in range(6)]
+    jobs = [*small[:3], big, *small[3:]]
+    store = sql_store("default")
+    one_row = len(next(store.job_rows(small[:1])))
+    monkeypatch.setattr(engine_sql, "INSERT_BYTES", 2 * one_row + 10)
+    chunks = list(store.job_rows(jobs))
+    assert [len(json.loads(rows)) for rows in chunks] == [2, 1, 1, 2, 1]
+    assert all(len(rows) <= 2 * one_row + 10 for rows in chunks if "xxx" not in rows)
+    store.insert_jobs(jobs)
+    stored = Job.objects.filter(queue_name="insert_sized")
+    assert stored.count() == 7 and stored.get(id=big.id).payload == big.payload
