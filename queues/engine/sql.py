@@ -36,6 +36,13 @@ INSERT_BATCH = 500
 INSERT_BYTES = 4 * 1024 * 1024
 
 
+def json_text(field, value) -> str | None:
+    """The text a JSON column stores for `value` (None: SQL NULL): what Django writes for a
+    JSONField on every backend, its encoder's `json.dumps` (which PostgreSQL's Jsonb
+    adapter wraps)."""
+    return None if value is None else json.dumps(field.get_prep_value(value), cls=field.encoder)
+
+
 def _column_adapter(field):
     """How `job_rows` writes one column: `adapt(job, connection)`, the value Django's
     bulk_create would bind (the field's `pre_save` and `get_db_prep_save`) as JSON."""
@@ -45,13 +52,7 @@ def _column_adapter(field):
         read = attrgetter(field.attname)
     if field.get_internal_type() == "JSONField":
         # Not the adapter that get_db_prep_save gives on PostgreSQL: the text it would send.
-        prepare, encoder = field.get_prep_value, field.encoder
-
-        def adapt(job, connection):
-            value = read(job)
-            return None if value is None else json.dumps(prepare(value), cls=encoder)
-
-        return adapt
+        return lambda job, connection: json_text(field, read(job))
     save = field.get_db_prep_save
 
     def adapt(job, connection):
@@ -133,16 +134,14 @@ class SqlStore:
 
     def results(self, adapted: list, values) -> str:
         """The results of the runs whose ids are `adapted` (None: no result) as one JSON
-        array of [id, result] pairs, each result the JSON text the column stores: what
-        Django writes for a JSONField on every backend (its encoder's `json.dumps`, which
-        PostgreSQL's Jsonb adapter wraps). One string, encoded in C: psycopg dumps an array
-        of Jsonb element by element in Python (about 5 µs a result, measured). The id as
-        the column compares it: `str()` gives the dashed form that PostgreSQL and MariaDB's
-        native UUID take, and the 32 hex digits that SQLite and MySQL store."""
+        array of [id, result] pairs, each result the JSON text the column stores
+        (`json_text`). One string, encoded in C: psycopg dumps an array of Jsonb element by
+        element in Python (about 5 µs a result, measured). The id as the column compares
+        it: `str()` gives the dashed form that PostgreSQL and MariaDB's native UUID take,
+        and the 32 hex digits that SQLite and MySQL store."""
         field = Job._meta.get_field("result")
-        prepare, encoder = field.get_prep_value, field.encoder
         return json.dumps([
-            [str(job_id), None if value is None else json.dumps(prepare(value), cls=encoder)]
+            [str(job_id), json_text(field, value)]
             for job_id, value in zip(adapted, values, strict=True)
         ])  # fmt: skip
 
