@@ -29,7 +29,7 @@ setup(
               *data_packages()],
     package_dir=DATA,
     package_data={
-        "queues": ["sql/*.sql"],
+        "queues.store.catalogue": ["*.sql"],
         **{package: ["**/*"] for package in DATA},
     },
     exclude_package_data={"": ["__pycache__/*", "*.pyc"]},

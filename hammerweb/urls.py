@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from queues.views import probes
+from queues.dashboard.views import probes
 
 urlpatterns = [
     path("admin/", admin.site.urls),

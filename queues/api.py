@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from .clock import MockClock, SystemClock
-from .cron import CronSchedule
-from .enums import (
+from queues.clock import MockClock, SystemClock
+from queues.cron import CronSchedule
+from queues.engine.outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
+from queues.engine.queue import JobQueue
+from queues.engine.runs import CANCELLED, LOST, RELEASED, STARTED
+from queues.engine.schedule_sync import ScheduleSync
+from queues.engine.unique import EnqueueResult, unique_key_for
+from queues.enums import (
     AttemptEnd,
     BatchStatus,
     DependencyStatus,
@@ -15,7 +20,7 @@ from .enums import (
     PartialFailureMode,
     WorkflowStatus,
 )
-from .exceptions import (
+from queues.exceptions import (
     EngineError,
     InvalidBatch,
     InvalidCronSchedule,
@@ -32,17 +37,12 @@ from .exceptions import (
     QueueError,
     UnsupportedDatabase,
 )
-from .groups import BatchResult, JobBatch, JobGroup
-from .memory import TestQueue
-from .models import FailedAttempt, Job, QueueConfig
-from .options import DequeueOptions, PriorityWeights
-from .outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
-from .queue import JobQueue
-from .retry import RetryStrategy
-from .runs import CANCELLED, LOST, RELEASED, STARTED
-from .schedule_sync import ScheduleSync
-from .schedules import Schedule
-from .unique import EnqueueResult, unique_key_for
+from queues.groups import BatchResult, JobBatch, JobGroup
+from queues.models import FailedAttempt, Job, QueueConfig
+from queues.options import DequeueOptions, PriorityWeights
+from queues.retry import RetryStrategy
+from queues.schedules import Schedule
+from queues.testing import TestQueue
 
 __all__ = [
     "CANCELLED",

@@ -11,9 +11,9 @@ class QueuesConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate, pre_migrate
 
-        from . import checks  # noqa: F401 (registers the system checks)
-        from .attempt_counts import back_after_migrating, off_while_migrating
-        from .counts import clear_after_flush
+        from queues import checks  # noqa: F401 (registers the system checks)
+        from queues.store.counters.attempt_counts import back_after_migrating, off_while_migrating
+        from queues.store.counters.counts import clear_after_flush
 
         post_migrate.connect(clear_after_flush, sender=self)
         pre_migrate.connect(off_while_migrating, sender=self)

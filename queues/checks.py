@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core import checks
 from django.db import connections, router
 
-from . import conf, schedules
-from .engine.session import MYSQL_ISOLATION
+from queues import conf, schedules
+from queues.store.session import MYSQL_ISOLATION
 
 HTMX_MIDDLEWARE = "django_htmx.middleware.HtmxMiddleware"
 DOCS = "docs/deploying.md in Hammerweb's repository"
@@ -93,7 +93,7 @@ def check_databases(app_configs=None, **kwargs):
 def database_errors(handler) -> list:
     """The databases of `handler` that can hold Hammerweb's tables, for what the engine
     cannot set up itself (see engine/session.py)."""
-    from .models import Job
+    from queues.models import Job
 
     errors = []
     for alias in handler:
@@ -144,8 +144,8 @@ TASKS_OPTIONS = {"DATABASE": "a DATABASES alias", "MAX_ATTEMPTS": "a whole numbe
 
 def check_tasks_backend(backend) -> list:
     """A `TASKS` entry with Hammerweb's backend whose tasks no worker could run."""
-    from .exceptions import QueueError
-    from .validation import validate_queue_name
+    from queues.exceptions import QueueError
+    from queues.validation import validate_queue_name
 
     where = f"TASKS[{backend.alias!r}]"
     errors = []

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadCronError, CroniterError, croniter
 
-from .exceptions import InvalidCronSchedule
+from queues.exceptions import InvalidCronSchedule
 
 MAX_EXPRESSION_LENGTH = 100
 

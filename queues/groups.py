@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from .enums import (
+from queues.enums import (
     FAILURE_STATUSES,
     BatchStatus,
     DependencyStatus,
@@ -19,9 +19,9 @@ from .enums import (
     JobStatus,
     PartialFailureMode,
 )
-from .exceptions import InvalidBatch, InvalidWorkflow
-from .models import Batch, Workflow
-from .validation import check_json, normalize_id, validate_label
+from queues.exceptions import InvalidBatch, InvalidWorkflow
+from queues.models import Batch, Workflow
+from queues.validation import check_json, normalize_id, validate_label
 
 MAX_BATCH_JOBS = 10_000
 

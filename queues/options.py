@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from types import MappingProxyType
 
-from .enums import JobPriority
-from .validation import check_duration
+from queues.enums import JobPriority
+from queues.validation import check_duration
 
 DEFAULT_LEASE = timedelta(minutes=5)
 #: Upper bound on one claim, so that one statement never locks an unbounded number of rows.

@@ -14,7 +14,7 @@ queue, priority, tags and meta by default, run with `args` and `kwargs`). `tags`
 are the row's (`queues.tags`), so every run of the schedule carries them and the tag filters
 find it; a changed list updates the row and its tag rows in place. `queues.checks` validates the
 setting at start: a bad entry is an error naming it. How a sync treats each row is in
-`queues.schedule_sync`.
+`queues.engine.schedule_sync`.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from . import conf
-from .cron import CronSchedule
-from .enums import JobPriority
-from .exceptions import InvalidJob, InvalidSchedule
-from .models import Job
-from .tags import check_tags
-from .validation import (
+from queues import conf
+from queues.cron import CronSchedule
+from queues.enums import JobPriority
+from queues.exceptions import InvalidJob, InvalidSchedule
+from queues.models import Job
+from queues.tags import check_tags
+from queues.validation import (
     MAX_ATTEMPTS,
     check_duration,
     check_json,
@@ -203,7 +203,7 @@ def _task_fields(entry: Mapping) -> dict[str, Any]:
     """A django.tasks task's queue, priority and job payload (see `tasks_backend`)."""
     from django.tasks import Task
 
-    from .task_jobs import job_priority, task_payload
+    from queues.task_jobs import job_priority, task_payload
 
     if "payload" in entry:
         raise InvalidSchedule("a 'task' takes 'args' and 'kwargs', not a 'payload'")

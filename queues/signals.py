@@ -31,7 +31,7 @@ from datetime import datetime
 
 from django.dispatch import Signal
 
-from .enums import AttemptEnd, JobStatus
+from queues.enums import AttemptEnd, JobStatus
 
 logger = logging.getLogger("queues.signals")
 

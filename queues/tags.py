@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from django.db import models
 
-from .exceptions import InvalidJob, InvalidTags
+from queues.exceptions import InvalidJob, InvalidTags
 
 #: The most tags a job may have: tags name kinds of jobs, not values.
 MAX_TAGS = 20

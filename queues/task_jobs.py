@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.tasks import Task
 
-from .enums import JobPriority
+from queues.enums import JobPriority
 
 #: The payload key that marks a job as a django.tasks task.
 TASK_KEY = "django_task"

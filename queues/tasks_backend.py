@@ -23,8 +23,8 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils.module_loading import import_string
 
-from .enums import JobStatus
-from .task_jobs import TASK_KEY, job_priority, task_payload
+from queues.enums import JobStatus
+from queues.task_jobs import TASK_KEY, job_priority, task_payload
 
 _STATUS = {
     JobStatus.PENDING: TaskResultStatus.READY,
@@ -72,7 +72,7 @@ def parse_error(text: str) -> TaskError:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HammerwebTask(Task):
-    """A django.tasks `Task` that can be a unique job (see `queues.unique`): with
+    """A django.tasks `Task` that can be a unique job (see `queues.engine.unique`): with
     `@task(unique=True)` its key is made of the task and its arguments, so that an equal
     call while one is live enqueues nothing; `.using(unique_key="invoice:42")` gives the
     key instead. `unique_statuses` and `unique_period` are those of `Job`. A duplicate's
@@ -120,7 +120,9 @@ class HammerwebTask(Task):
         if key is None and not self.unique:
             return {}
         if key is None:
-            from .unique import unique_key_for  # imports the models: not at module level
+            from queues.engine.unique import (
+                unique_key_for,  # imports the models: not at module level
+            )
 
             key = unique_key_for({"task": self.module_path, "args": args, "kwargs": kwargs})
         fields = {"unique_key": key, "unique_period": self.unique_period}
@@ -144,13 +146,13 @@ class HammerwebBackend(BaseTaskBackend):
         self.max_attempts = self.options.get("MAX_ATTEMPTS", 1)
 
     def check(self, **kwargs):
-        from .checks import check_tasks_backend
+        from queues.checks import check_tasks_backend
 
         return [*super().check(**kwargs), *check_tasks_backend(self)]
 
     def enqueue(self, task: Task, args, kwargs) -> TaskResult:
-        from .models import Job
-        from .queue import JobQueue
+        from queues.engine.queue import JobQueue
+        from queues.models import Job
 
         self.validate_task(task)
         result = TaskResult(
@@ -192,7 +194,7 @@ class HammerwebBackend(BaseTaskBackend):
         return result
 
     def get_result(self, result_id) -> TaskResult:
-        from .models import Job
+        from queues.models import Job
 
         try:
             job_id = uuid.UUID(str(result_id))

@@ -17,9 +17,9 @@ from uuid import UUID
 
 from django.utils import timezone
 
-from .cron import CronSchedule
-from .enums import JobPriority, JobStatus
-from .exceptions import (
+from queues.cron import CronSchedule
+from queues.enums import JobPriority, JobStatus
+from queues.exceptions import (
     InvalidCronSchedule,
     InvalidJob,
     InvalidPayload,
@@ -28,10 +28,10 @@ from .exceptions import (
     InvalidTags,
     InvalidWorkflow,
 )
-from .models import MAX_QUEUE_NAME_LENGTH, Job
-from .retry import RetryStrategy
-from .tags import check_tags
-from .text import MAX_LABEL, storable, unstorable
+from queues.models import MAX_QUEUE_NAME_LENGTH, Job
+from queues.retry import RetryStrategy
+from queues.tags import check_tags
+from queues.text import MAX_LABEL, storable, unstorable
 
 #: A payload larger than this is refused: a queue is not a blob store.
 MAX_PAYLOAD_BYTES = 1024 * 1024

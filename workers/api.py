@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .executor import JobError, RunawayHandler
-from .rate_limit import RateLimit, RateLimiter
-from .registry import NoHandler, autodiscover, dispatch, handler_for, job_handler
-from .tasks import HammerwebTaskContext
-from .throttle import Throttle, ThrottleConfig
-from .worker import Worker, WorkerStats
+from workers.registry import NoHandler, autodiscover, dispatch, handler_for, job_handler
+from workers.runtime.executor import JobError, RunawayHandler
+from workers.runtime.rate_limit import RateLimit, RateLimiter
+from workers.runtime.throttle import Throttle, ThrottleConfig
+from workers.tasks import HammerwebTaskContext
+from workers.worker import Worker, WorkerStats
 
 __all__ = [
     "HammerwebTaskContext",

@@ -8,4 +8,4 @@ class WorkersConfig(AppConfig):
     verbose_name = "Job workers"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401 (registers the system checks)
+        from workers import checks  # noqa: F401 (registers the system checks)

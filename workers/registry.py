@@ -10,8 +10,7 @@ from collections.abc import Callable
 from django.utils.module_loading import autodiscover_modules
 
 from queues.api import Job
-
-from .executor import JobError
+from workers.runtime.executor import JobError
 
 _handlers: dict[str, Callable] = {}
 _lock = threading.Lock()
@@ -64,7 +63,7 @@ def autodiscover() -> None:
 
 def dispatch(job: Job):
     """Run `job` with what it asks for: a django.tasks task, or its queue's handler."""
-    from .tasks import is_task_job, run_task_job
+    from workers.tasks import is_task_job, run_task_job
 
     if is_task_job(job):
         return run_task_job(job)

@@ -16,8 +16,7 @@ from django.utils.json import normalize_json
 
 from queues.api import Job
 from queues.tasks_backend import TASK_KEY, format_error, is_task_job, result_from_job
-
-from .executor import JobError
+from workers.runtime.executor import JobError
 
 __all__ = ["HammerwebTaskContext", "is_task_job", "run_task_job"]
 

@@ -12,10 +12,9 @@ from uuid import UUID
 from queues.api import JobQueue, PriorityWeights
 from queues.options import DEFAULT_LEASE, MAX_BATCH_SIZE
 from queues.validation import validate_queue_name
-
-from .heartbeat import DEFAULT_CHECK_INTERVAL
-from .rate_limit import RateLimit, RateLimiter
-from .throttle import Throttle, ThrottleConfig
+from workers.runtime.heartbeat import DEFAULT_CHECK_INTERVAL
+from workers.runtime.rate_limit import RateLimit, RateLimiter
+from workers.runtime.throttle import Throttle, ThrottleConfig
 
 DEFAULT_POLL_INTERVAL = timedelta(seconds=1)
 DEFAULT_SHUTDOWN_GRACE_PERIOD = timedelta(seconds=30)
@@ -212,7 +211,7 @@ class Worker:
         setting `force` as well ends the wait for them. Works in any thread; installs no
         signal handlers.
         """
-        from .runtime import WorkerRun
+        from workers.runtime import WorkerRun
 
         self.current_run = WorkerRun(self, stop or threading.Event(), force or threading.Event())
         self.current_run.run()

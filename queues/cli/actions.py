@@ -13,11 +13,12 @@ from collections import Counter
 
 from django.core.management.base import CommandError
 
-from .. import acting, transitions
-from ..models import Job
-from ..purging import BATCH_SIZE, pages
-from . import output, parsing
-from .selection import Selection
+from queues.cli import output, parsing
+from queues.cli.selection import Selection
+from queues.engine import transitions
+from queues.models import Job
+from queues.ops import acting
+from queues.ops.purging import BATCH_SIZE, pages
 
 ACTIONS = {name: (word, rule) for name, (word, rule, _) in acting.ACTIONS.items()}
 

@@ -10,10 +10,10 @@ from uuid import UUID
 
 from django.core.management.base import CommandError
 
-from ..enums import TERMINAL_STATUSES, JobStatus
-from ..exceptions import InvalidJob, QueueError
-from ..tags import check_tag
-from ..validation import parse_job_id, validate_queue_name
+from queues.enums import TERMINAL_STATUSES, JobStatus
+from queues.exceptions import InvalidJob, QueueError
+from queues.tags import check_tag
+from queues.validation import parse_job_id, validate_queue_name
 
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 _PART = re.compile(r"(\d+)([wdhms])")

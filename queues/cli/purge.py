@@ -1,14 +1,14 @@
 """`manage.py jobs purge --older-than 30d`: delete the jobs that finished before then (and
 the batches and workflows that did, whole), a page of 1,000 ids per transaction through
 `JobQueue.delete_jobs`, after a count and a confirmation; `--dry-run` counts only. The rules
-of what is purged are `queues.purging`'s."""
+of what is purged are `queues.ops.purging`'s."""
 
 from __future__ import annotations
 
-from .. import purging
-from . import output, parsing
-from .actions import confirm
-from .selection import Selection
+from queues.cli import output, parsing
+from queues.cli.actions import confirm
+from queues.cli.selection import Selection
+from queues.ops import purging
 
 MAX_BATCH = 10_000
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from ..counts import counts_by_queue
-from ..enums import JobStatus
-from ..models import QueuePause
-from . import output, parsing
-from .selection import Selection
+from queues.cli import output, parsing
+from queues.cli.selection import Selection
+from queues.enums import JobStatus
+from queues.models import QueuePause
+from queues.store.counters.counts import counts_by_queue
 
 LIST_LIMIT = 50
 MAX_LIST_LIMIT = 100_000

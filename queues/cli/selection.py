@@ -3,7 +3,7 @@
 at a time, by `retry`, `cancel`, `delete` and `purge`.
 
 Age is counted from a job's creation (its `created_at`), except in `purge`, which counts
-from when the job finished (`queues.purging`).
+from when the job finished (`queues.ops.purging`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
-from ..models import Job
-from ..tags import JobTag
-from . import parsing
+from queues.cli import parsing
+from queues.models import Job
+from queues.tags import JobTag
 
 
 @dataclass(frozen=True)

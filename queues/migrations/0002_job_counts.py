@@ -27,13 +27,13 @@ class Migration(migrations.Migration):
 
 
 def install_triggers(apps, schema_editor):
-    from queues.counts import install_job_counts
+    from queues.store.counters.counts import install_job_counts
 
     install_job_counts(schema_editor.connection)
 
 
 def drop_triggers(apps, schema_editor):
-    from queues.counts import drop_job_counts
+    from queues.store.counters.counts import drop_job_counts
 
     drop_job_counts(schema_editor.connection)
 

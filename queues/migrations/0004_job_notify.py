@@ -5,14 +5,14 @@ from django.db import migrations
 
 
 def install(apps, schema_editor):
-    from queues.sql import run
+    from queues.store.catalogue import run
 
     run(schema_editor.connection, "drop_job_notify")
     run(schema_editor.connection, "install_job_notify")
 
 
 def drop(apps, schema_editor):
-    from queues.sql import run
+    from queues.store.catalogue import run
 
     run(schema_editor.connection, "drop_job_notify")
 

@@ -32,13 +32,13 @@ def install_triggers(apps, schema_editor):
     # be deleted at its next pass.
     from django.utils import timezone
 
-    from queues.completions import KEPT, install_completion_counts
+    from queues.store.counters.completions import KEPT, install_completion_counts
 
     install_completion_counts(schema_editor.connection, timezone.now() - KEPT)
 
 
 def drop_triggers(apps, schema_editor):
-    from queues.completions import drop_completion_counts
+    from queues.store.counters.completions import drop_completion_counts
 
     drop_completion_counts(schema_editor.connection)
 

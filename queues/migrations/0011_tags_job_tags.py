@@ -7,7 +7,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from queues.sql import run
+from queues.store.catalogue import run
 
 
 def _sqlite_triggers(apps, schema_editor):

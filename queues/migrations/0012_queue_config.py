@@ -1,4 +1,4 @@
-# The queue configuration table (queues.limits): a queue's max_running. Its queue_name
+# The queue configuration table (queues.engine.limits): a queue's max_running. Its queue_name
 # compares exactly on MySQL/MariaDB as every other queue_name column does (see 0008).
 
 from django.db import migrations, models

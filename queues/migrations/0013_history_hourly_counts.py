@@ -1,4 +1,4 @@
-# The history's hourly rows (queues.rollup). Their queue_name compares exactly on
+# The history's hourly rows (queues.store.counters.rollup). Their queue_name compares exactly on
 # MySQL/MariaDB as every other queue_name column does (see 0008).
 
 from django.db import migrations, models

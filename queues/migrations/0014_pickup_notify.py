@@ -3,7 +3,7 @@
 
 from django.db import migrations
 
-from queues.sql import reinstall_operations
+from queues.store.catalogue import reinstall_operations
 
 install, drop = reinstall_operations("pickup_notify")
 

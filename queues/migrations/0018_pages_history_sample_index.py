@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    """`job_queue_status` carries the times the history page's sample reads (queues.trends),
+    """`job_queue_status` carries the times the history page's sample reads (queues.reads.trends),
     so that the sample is read from the index alone. Same leading columns, same name: every
     plan that used it still does. PostgreSQL and SQLite swap it in one transaction; MariaDB
     (no transactional DDL) is without it between the two statements. At 1,000,000 jobs, at a load

@@ -10,9 +10,10 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from .. import charts, recurring
-from ..routing import socket_url
-from ..text import clean
+from queues.dashboard import charts
+from queues.dashboard.routing import socket_url
+from queues.engine import recurring
+from queues.text import clean
 
 register = template.Library()
 
@@ -163,13 +164,13 @@ def preview(value, length: int = 100) -> str:
 
 @register.simple_tag
 def history_chart(row, window):
-    """One queue's history as a server-drawn SVG bar chart (`queues.charts`)."""
+    """One queue's history as a server-drawn SVG bar chart (`queues.dashboard.charts`)."""
     return charts.history_chart(row.name, row.buckets, window.label)
 
 
 @register.filter
 def next_runs(job, now: datetime | None = None) -> list[tuple[datetime, str]]:
-    """The next 5 runs of a recurring job (`queues.recurring.next_runs`), each with its time
+    """The next 5 runs of a recurring job (`queues.engine.recurring.next_runs`), each with its time
     written in the schedule's own time zone ("2026-12-02 03:00 CET")."""
     try:
         zone = ZoneInfo(job.timezone or "UTC")

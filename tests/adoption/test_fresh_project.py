@@ -11,8 +11,8 @@ import uuid
 import zipfile
 from collections import Counter
 
-from .conftest import ROOT, wait_until
-from .web import URL_ATTRIBUTES, Session, first_message, serving
+from tests.adoption.conftest import ROOT, wait_until
+from tests.adoption.web import URL_ATTRIBUTES, Session, first_message, serving
 
 MOUNT = "/ops/jobs/"
 ENQUEUE = """

@@ -12,9 +12,8 @@ import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 
+from tests.adoption.conftest import PASSWORD
 from tests.conftest import free_port, wait_for_server
-
-from .conftest import PASSWORD
 
 #: Every attribute of the pages that holds a URL.
 URL_ATTRIBUTES = re.compile(r'\b(href|src|action|hx-get|hx-post|ws-connect)="([^"]*)"')

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, JobStatus
+from tests.browser.conftest import screenshot
 from tests.conftest import unique_queue
-
-from .conftest import screenshot
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect

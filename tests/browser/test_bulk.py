@@ -8,10 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from queues import bulk
 from queues.api import Job, JobQueue, JobStatus
-
-from .conftest import screenshot
+from queues.ops import bulk
+from tests.browser.conftest import screenshot
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect

@@ -10,8 +10,7 @@ from django.utils import timezone
 
 from demo import data as demo_data
 from queues.api import Job, JobQueue, JobStatus
-
-from .conftest import screenshot
+from tests.browser.conftest import screenshot
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
@@ -101,7 +100,7 @@ def test_queue_page_filters_and_bulk_retries(sample, page, live_server):
 
 
 def test_overview_fits_a_phone(sample, browser, live_server, staff, quiet_server):
-    from .conftest import log_in
+    from tests.browser.conftest import log_in
 
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     phone = context.new_page()

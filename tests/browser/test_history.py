@@ -8,9 +8,8 @@ from __future__ import annotations
 import pytest
 
 from queues.api import Job, JobOutcome, JobQueue
+from tests.browser.conftest import screenshot
 from tests.conftest import unique_queue
-
-from .conftest import screenshot
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect

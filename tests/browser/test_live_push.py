@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from queues.api import Job, JobQueue
+from tests.browser.conftest import log_in
 from tests.conftest import unique_queue
-
-from .conftest import log_in
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect

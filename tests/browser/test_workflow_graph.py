@@ -9,9 +9,8 @@ import pytest
 
 from queues.api import Job, JobGroup, JobOutcome, JobQueue, JobStatus
 from queues.models import Job as JobRow
+from tests.browser.conftest import screenshot
 from tests.conftest import unique_queue
-
-from .conftest import screenshot
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect

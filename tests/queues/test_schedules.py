@@ -11,8 +11,7 @@ from queues.api import InvalidJob, Job, JobOutcome, JobPriority, JobStatus, Mock
 from queues.exceptions import InvalidSchedule
 from queues.schedules import Schedule, declared, parse, problems
 from queues.tasks_backend import TASK_KEY
-
-from .conftest import unique_queue
+from tests.queues.conftest import unique_queue
 
 T0 = datetime(2030, 1, 1, 12, 0, 30, tzinfo=UTC)
 
@@ -64,17 +63,17 @@ def test_a_task_entry_runs_the_task_with_its_queue_and_arguments():
     schedule = parse(
         "t",
         {
-            "task": "tests.queues.task_functions.get_attempt",
+            "task": "tests.queues.support.task_functions.get_attempt",
             "cron": "0 * * * *",
             "args": ["nightly"],
         },
     )
     assert schedule.queue == "default" and schedule.payload["args"] == ["nightly"]
-    assert schedule.payload[TASK_KEY]["path"] == "tests.queues.task_functions.get_attempt"
+    assert schedule.payload[TASK_KEY]["path"] == "tests.queues.support.task_functions.get_attempt"
     moved = parse(
         "t",
         {
-            "task": "tests.queues.task_functions.noop_task",
+            "task": "tests.queues.support.task_functions.noop_task",
             "cron": "0 * * * *",
             "queue": "elsewhere",
         },
@@ -101,10 +100,17 @@ def test_a_task_entry_runs_the_task_with_its_queue_and_arguments():
         (entry("q", timeout="10m"), "timeout"),
         (entry("q", colour="red"), "unknown key 'colour'"),
         (entry("q", args=[1]), "'args' and 'kwargs' are for a 'task'"),
-        ({"task": "tests.queues.task_functions.missing", "cron": "* * * * *"}, "cannot import"),
+        (
+            {"task": "tests.queues.support.task_functions.missing", "cron": "* * * * *"},
+            "cannot import",
+        ),
         ({"task": "queues.schedules.parse", "cron": "* * * * *"}, "is not a django.tasks task"),
         (
-            {"task": "tests.queues.task_functions.noop_task", "cron": "* * * * *", "payload": {}},
+            {
+                "task": "tests.queues.support.task_functions.noop_task",
+                "cron": "* * * * *",
+                "payload": {},
+            },
             "not a 'payload'",
         ),
         ("0 3 * * *", "must be a dict"),

@@ -13,10 +13,9 @@ from django.db import transaction
 
 from queues import signals
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, JobStatus, RetryStrategy
-from queues.memory.queue import TestQueue
+from queues.testing import TestQueue
+from tests.queues.conftest import unique_queue
 from tests.signal_events import Recorder, connected
-
-from .conftest import unique_queue
 
 LEASE = timedelta(seconds=60)
 

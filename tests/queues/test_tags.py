@@ -18,12 +18,11 @@ from queues.api import (
     JobQueue,
     MockClock,
 )
-from queues.maintenance import Pruner
 from queues.models import JobTag
+from queues.ops.maintenance import Pruner
 from queues.tags import MAX_TAG_LENGTH, MAX_TAGS
 from queues.validation import MAX_PAYLOAD_BYTES
-
-from .conftest import unique_queue
+from tests.queues.conftest import unique_queue
 
 META = {"customer": 42, "region": "eu-west", "trace": {"id": "abc", "sampled": True}}
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+import tests.queues.support.task_functions as tasks
 from queues.api import InvalidTags, JobQueue
-
-from . import task_functions as tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -15,12 +15,11 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskRes
 from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.utils import timezone
 
+import tests.queues.support.task_functions as tasks
 from queues.api import JobPriority, JobQueue, JobStatus, MockClock
 from queues.tasks_backend import HammerwebBackend, job_priority
+from tests.workers.support.helpers import running, wait_until
 from workers.api import Worker, dispatch
-
-from ..workers.helpers import running, wait_until
-from . import task_functions as tasks
 
 DUMMY = "django.tasks.backends.dummy.DummyBackend"
 HAMMERWEB = "queues.tasks_backend.HammerwebBackend"
@@ -239,7 +238,7 @@ def test_worker_runs_tasks_and_sends_the_signals(hammerweb):
 
 @pytest.mark.django_db(transaction=True)  # the handler's call closes its thread's connection
 def test_a_tasks_errors_are_those_of_every_failed_attempt(settings):
-    from workers.executor import EventLoop, execute
+    from workers.runtime.executor import EventLoop, execute
 
     settings.TASKS = {
         "default": {"BACKEND": HAMMERWEB, "QUEUES": [], "OPTIONS": {"MAX_ATTEMPTS": 2}}

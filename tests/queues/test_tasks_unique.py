@@ -10,11 +10,10 @@ from django.tasks import task_backends
 from django.tasks.base import TaskResultStatus
 from django.tasks.signals import task_enqueued
 
+import tests.queues.support.task_functions as tasks
 from queues.api import Job, JobOutcome, JobQueue, JobStatus
 from queues.tasks_backend import HammerwebTask
-
-from . import task_functions as tasks
-from .conftest import unique_queue
+from tests.queues.conftest import unique_queue
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +44,7 @@ def test_an_equal_call_while_one_is_live_enqueues_nothing(enqueued):
     assert again.status == TaskResultStatus.READY and again.args == [7]
     assert Job.objects.filter(unique_key__isnull=False).count() == 2
     key = JobQueue().get_job(first.id).unique_key
-    assert "tests.queues.task_functions.refresh_feed" in key and "[7]" in key
+    assert "tests.queues.support.task_functions.refresh_feed" in key and "[7]" in key
 
 
 def test_a_finished_task_frees_its_key():

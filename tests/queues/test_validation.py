@@ -19,8 +19,7 @@ from queues.api import (
     JobOutcome,
     QueueError,
 )
-
-from .conftest import unique_queue
+from tests.queues.conftest import unique_queue
 
 
 def bad_jobs(name):

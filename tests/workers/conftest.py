@@ -17,7 +17,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture
 def handler_runs(transactional_db):
     """The `HandlerRun` side table (see handler_runs.py), for tests with transaction=True."""
-    from .handler_runs import create_table, drop_table
+    from tests.workers.support.handler_runs import create_table, drop_table
 
     create_table()
     yield

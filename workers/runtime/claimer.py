@@ -11,11 +11,10 @@ import time
 import uuid
 
 from queues.api import Job
-
-from ..faults import GaveUp, retrying
-from ..pickup import Pickup
-from .allowance import Allowance
-from .state import RunState
+from workers.runtime.allowance import Allowance
+from workers.runtime.faults import GaveUp, retrying
+from workers.runtime.pickup import Pickup
+from workers.runtime.state import RunState
 
 logger = logging.getLogger("workers")
 

@@ -16,17 +16,16 @@ import logging
 import threading
 
 from queues.api import DequeueOptions
-
-from ..executor import EventLoop, RunawayHandler
-from ..faults import close_connection
-from ..heartbeat import Heartbeat
-from .allowance import Allowance
-from .claimer import Claimer
-from .shutdown import shut_down
-from .slots import Slot
-from .start_checks import StartChecks
-from .state import RunState
-from .writer import Writer
+from workers.runtime.allowance import Allowance
+from workers.runtime.claimer import Claimer
+from workers.runtime.executor import EventLoop, RunawayHandler
+from workers.runtime.faults import close_connection
+from workers.runtime.heartbeat import Heartbeat
+from workers.runtime.shutdown import shut_down
+from workers.runtime.slots import Slot
+from workers.runtime.start_checks import StartChecks
+from workers.runtime.state import RunState
+from workers.runtime.writer import Writer
 
 logger = logging.getLogger("workers")
 

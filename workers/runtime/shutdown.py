@@ -7,9 +7,9 @@ import logging
 import threading
 import time
 
-from ..faults import GaveUp, retrying
-from .allowance import Allowance
-from .state import RunState
+from workers.runtime.allowance import Allowance
+from workers.runtime.faults import GaveUp, retrying
+from workers.runtime.state import RunState
 
 logger = logging.getLogger("workers")
 

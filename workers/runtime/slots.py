@@ -31,15 +31,14 @@ import threading
 import time
 
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
+from queues.engine.outcomes import check_outcome
 from queues.enums import HandlerEnd
-from queues.outcomes import check_outcome
-
-from .. import metrics
-from ..connections import close_all
-from ..executor import EventLoop, Execution, Interrupted, execute
-from .allowance import Allowance
-from .start_checks import StartChecks
-from .state import Request, RunState
+from workers import metrics
+from workers.runtime.allowance import Allowance
+from workers.runtime.connections import close_all
+from workers.runtime.executor import EventLoop, Execution, Interrupted, execute
+from workers.runtime.start_checks import StartChecks
+from workers.runtime.state import Request, RunState
 
 logger = logging.getLogger("workers")
 

@@ -25,8 +25,7 @@ import threading
 from django.db import DatabaseError
 
 from queues.api import Job
-
-from ..connections import after_job, before_job
+from workers.runtime.connections import after_job, before_job
 
 logger = logging.getLogger("workers")
 

@@ -15,8 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from queues.api import Job, JobOutcome
-
-from .. import metrics
+from workers import metrics
 
 #: A job a slot takes within this many seconds of its claim starts "at the claim": the claim
 #: already recorded the start and checked the pause, so no start marker is written for it.

@@ -11,11 +11,10 @@ import time
 from django.db import connection
 
 from queues.api import JobStatus
-
-from .. import metrics
-from ..faults import GaveUp, retrying
-from .allowance import Allowance
-from .state import Request, RunState
+from workers import metrics
+from workers.runtime.allowance import Allowance
+from workers.runtime.faults import GaveUp, retrying
+from workers.runtime.state import Request, RunState
 
 logger = logging.getLogger("workers")
 

@@ -20,11 +20,10 @@ from pathlib import Path
 from django.db.backends.signals import connection_created
 from django.utils import timezone
 
+from hammerweb.measure.benchmark.pickup_jobs import PICKUP_QUEUE
 from queues.api import Job, JobQueue, JobStatus
 from queues.models import Job as JobRow
 from workers.api import Worker
-
-from .pickup_jobs import PICKUP_QUEUE
 
 #: The pause between two enqueues: random, so that the worker's timers cannot line up.
 GAP_SECONDS = (0.05, 0.25)

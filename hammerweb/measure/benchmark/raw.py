@@ -9,7 +9,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from queues.sql import queries_for
+from queues.store.catalogue import queries_for
 
 LEASE = timedelta(minutes=5)
 

@@ -13,9 +13,8 @@ from datetime import timedelta
 
 from django.db import connection, connections
 
+from hammerweb.measure.benchmark.raw import RawLoop
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, QueueConfig
-
-from .raw import RawLoop
 
 
 @dataclass

@@ -15,14 +15,13 @@ import time
 from django.conf import settings
 from django.db import connections
 
+from hammerweb.measure.benchmark import cpu, shapes
+from hammerweb.measure.benchmark.runs import Figure
+from hammerweb.measure.models import BenchNote
 from queues.api import Job, JobBatch, JobQueue
 from queues.groups import MAX_BATCH_JOBS
 from queues.models import Batch
 from queues.task_jobs import task_payload
-
-from ..models import BenchNote
-from . import cpu, shapes
-from .runs import Figure
 
 #: As the issue measured it: batch 50, concurrency 10, a short poll, exit when empty.
 OPTIONS = ["--burst", "--batch-size", "50", "--concurrency", "10", "--poll-interval", "0.05"]

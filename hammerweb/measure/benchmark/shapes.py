@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from django.tasks import task
 
+from hammerweb.measure.models import BenchNote
 from workers.api import job_handler
-
-from ..models import BenchNote
 
 NONE, DICT, TASK, ORM = "bench_rw_none", "bench_rw_dict", "bench_rw_task", "bench_rw_orm"
 #: The jobs of `enqueue_batch` (one batch, tallied as its jobs end), with a None handler.

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 
 from queues.cli.parsing import queue_name_argument
-from queues.health import Thresholds, database_problem, first_line, queue_problems
+from queues.ops.health import Thresholds, database_problem, first_line, queue_problems
 
 UNHEALTHY, NO_DATABASE = 1, 3
 

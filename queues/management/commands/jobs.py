@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from queues.cli import actions, purge, reads
+from queues.engine.queue import JobQueue
 from queues.exceptions import QueueError
-from queues.queue import JobQueue
 
 RUN = {
     "list": reads.list_jobs,

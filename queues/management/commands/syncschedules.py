@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from queues.engine.queue import JobQueue
 from queues.exceptions import InvalidSchedule
-from queues.queue import JobQueue
 
 
 class Command(BaseCommand):

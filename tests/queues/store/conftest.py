@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from queues.engine import ClaimParams, Match, sql_store
-from queues.memory.store import MemoryStore
 from queues.models import Job
+from queues.store import ClaimParams, Match, sql_store
+from queues.store.memory import MemoryStore
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)

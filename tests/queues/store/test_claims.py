@@ -7,9 +7,8 @@ import uuid
 from queues import enums
 from queues.api import JobPriority, JobStatus
 from queues.models import QueuePause
-
-from ..conftest import unique_queue
-from .conftest import LEASE, T0, claim, insert, job, one
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import LEASE, T0, claim, insert, job, one
 
 
 def _ineligible(store, name: str) -> list:

@@ -9,12 +9,11 @@ import pytest
 from django.db import IntegrityError
 
 from queues.api import JobStatus
-from queues.engine import Match
 from queues.enums import AttemptEnd, HandlerEnd
 from queues.models import FailedAttempt
-
-from ..conftest import unique_queue
-from .conftest import T0, claim, insert, job
+from queues.store import Match
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import T0, claim, insert, job
 
 
 def attempt(job_id, n: int, token=None, **fields) -> FailedAttempt:

@@ -10,9 +10,8 @@ from django.db import connection
 from queues import enums
 from queues.api import JobPriority
 from queues.models import QueuePause
-
-from ..conftest import unique_queue
-from .conftest import T0, claim, insert, job
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import T0, claim, insert, job
 
 
 def test_next_due_is_the_earliest_job_claimable_by_time_alone(store):

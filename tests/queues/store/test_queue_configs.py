@@ -4,9 +4,8 @@ the queue's Running jobs)."""
 from __future__ import annotations
 
 from queues.api import JobStatus
-
-from ..conftest import unique_queue
-from .conftest import T0, claim, insert, job
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import T0, claim, insert, job
 
 
 def test_a_configuration_is_inserted_then_updated_in_place(store):

@@ -7,12 +7,11 @@ from datetime import timedelta, timezone
 
 from queues import enums
 from queues.api import JobPriority, JobStatus
-from queues.engine import Match
-from queues.memory.store import MemoryStore
 from queues.models import Batch, Job, QueuePause, ReaperRun, Workflow
-
-from ..conftest import unique_queue
-from .conftest import T0, claim, insert, job, one
+from queues.store import Match
+from queues.store.memory import MemoryStore
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import T0, claim, insert, job, one
 
 
 # Jobs --------------------------------------------------------------------------------------

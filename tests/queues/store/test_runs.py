@@ -8,9 +8,8 @@ from datetime import timedelta
 from queues import enums
 from queues.api import JobStatus
 from queues.models import Batch, QueuePause
-
-from ..conftest import unique_queue
-from .conftest import LEASE, T0, claim, insert, job, one
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import LEASE, T0, claim, insert, job, one
 
 
 def _runs(store, name: str, n: int, **fields):

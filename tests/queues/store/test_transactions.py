@@ -10,11 +10,10 @@ import pytest
 from django.db import IntegrityError, connection
 
 from queues.api import JobPriority
-from queues.engine import Match
 from queues.models import Batch, QueuePause, Workflow
-
-from ..conftest import unique_queue
-from .conftest import T0, insert, job, one
+from queues.store import Match
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import T0, insert, job, one
 
 
 class Boom(Exception):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError
 
-from queues.engine import Match
-
-from ..conftest import unique_queue
-from .conftest import T0, insert, job, one
+from queues.store import Match
+from tests.queues.conftest import unique_queue
+from tests.queues.store.conftest import T0, insert, job, one
 
 
 def test_a_taken_slot_is_an_integrity_error_and_the_transaction_goes_on(store):

@@ -20,24 +20,23 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from queues.api import JobQueue, QueueError
-from queues.bulk import BulkRunner
 from queues.cli.parsing import queue_name_argument
-from queues.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
-
-from ...faults import GaveUp, retrying
-from ...lifeline import ChildLifeline
-from ...logformat import FORMATS, formatter, log_jobs
-from ...probes import address
-from ...process import ProcessSettings, WorkerProcessRuntime
-from ...registry import autodiscover, handler_for
-from ...serving import PORT_OPTIONS, check_port_range, serving_probes
-from ...supervisor import (
+from queues.ops.bulk import BulkRunner
+from queues.ops.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
+from workers.process.host import ProcessSettings, WorkerProcessRuntime
+from workers.process.lifeline import ChildLifeline
+from workers.process.logformat import FORMATS, formatter, log_jobs
+from workers.process.probes import address
+from workers.process.serving import PORT_OPTIONS, check_port_range, serving_probes
+from workers.process.supervisor import (
     CannotStart,
     Supervisor,
     assigned_process_id,
     report_started,
     watch_supervisor,
 )
+from workers.registry import autodiscover, handler_for
+from workers.runtime.faults import GaveUp, retrying
 
 logger = logging.getLogger("workers")
 #: How long a supervisor that stops waits for the hand-back of its last children's jobs.

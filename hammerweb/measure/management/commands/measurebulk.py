@@ -21,15 +21,16 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 from django.utils import timezone
 
-from queues import bulk, transitions
-from queues.bulk import BulkRunner
-from queues.engine import Match
+from queues.engine import transitions
+from queues.engine.operator_batches import JobsActed
+from queues.engine.queue import JobQueue
 from queues.enums import JobStatus
 from queues.exceptions import InvalidJobTransition
 from queues.models import BulkOperation, Job
-from queues.operator_batches import JobsActed
-from queues.queue import JobQueue
-from queues.search import SearchFilter
+from queues.ops import bulk
+from queues.ops.bulk import BulkRunner
+from queues.reads.search import SearchFilter
+from queues.store import Match
 
 
 class OneByOne(JobQueue):

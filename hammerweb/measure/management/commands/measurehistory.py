@@ -1,5 +1,6 @@
 """`manage.py measurehistory --fill 200000`: the history page's reads during an incident, before
-and after the failed attempts' per-minute counters (queues.attempt_counts, issue #16).
+and after the failed attempts' per-minute counters (queues.store.counters.attempt_counts, issue
+#16).
 
 `--fill N` adds N failed attempts in the last hour (to the newest jobs of the table, as many
 per job as it takes), with plain multi-row INSERTs: the counters' triggers run as they do
@@ -26,11 +27,11 @@ from django.db.models.functions import Trunc
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from queues import rollup, trends
+from hammerweb.measure.management.commands.filljobs import ERRORS, _RowWriter
 from queues.enums import FAILURE_STATUSES, JobStatus
 from queues.models import AttemptCount, FailedAttempt, Job
-
-from .filljobs import ERRORS, _RowWriter
+from queues.reads import trends
+from queues.store.counters import rollup
 
 CHUNK = 5_000
 

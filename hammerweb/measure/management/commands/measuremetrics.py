@@ -12,12 +12,11 @@ from django.db import connection
 from django.db.models import Max
 from prometheus_client import generate_latest
 
-from queues.counts import counts_by_queue
-from queues.metrics import queue_registry
+from hammerweb.measure.management.commands import measureoverview
+from hammerweb.measure.management.commands.measureoverview import measure
 from queues.models import Job
-
-from . import measureoverview
-from .measureoverview import measure
+from queues.ops.metrics import queue_registry
+from queues.store.counters.counts import counts_by_queue
 
 
 class Command(measureoverview.Command):

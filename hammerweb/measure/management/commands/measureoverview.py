@@ -16,9 +16,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.db.models import Max
 
-from queues import stats
-from queues.counts import counts_by_queue
 from queues.models import Job
+from queues.reads import stats
+from queues.store.counters.counts import counts_by_queue
 
 
 class QueryTimer:

@@ -23,10 +23,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from queues.enums import JobStatus
-from queues.listing import JobFilter, list_jobs
 from queues.models import Batch, Job, Workflow
-from queues.search import SearchFilter
-from queues.search_page import search_jobs
+from queues.reads.listing import JobFilter, list_jobs
+from queues.reads.search import SearchFilter
+from queues.reads.search_page import search_jobs
 
 MEASURER = "pagemeasurer"
 
@@ -138,7 +138,7 @@ def _history_pages(biggest: str) -> list:
 
 
 def _jobs_pages(biggest: str, job) -> list:
-    """The all-queues jobs page (`queues.search_page`) with each filter, its page 2, and
+    """The all-queues jobs page (`queues.reads.search_page`) with each filter, its page 2, and
     the counts of "all matching" confirmations."""
     url = reverse("dashboard:jobs")
     now = timezone.now()

@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
+from queues.engine.queue import JobQueue
 from queues.models import Job
-from queues.queue import JobQueue
 
 
 def _peak_mb() -> float:

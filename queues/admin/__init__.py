@@ -1,0 +1,408 @@
+"""The Django admin for every table. Actions on jobs and queues call the same `JobQueue`
+methods as the dashboard; a refused transition is reported per job, never a 500."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin import ActionLocation
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import format_html
+
+import queues.admin.bulk as admin_bulk
+import queues.admin.limits as admin_limits
+from queues.admin.base import EngineDeletes, GuardedAdmin, QueueNameForm
+from queues.admin.tags import CappedPaginator, QueueFilter, TagFilter, TaggedChangeList
+from queues.engine import deletion, transitions
+from queues.engine.queue import JobQueue
+from queues.exceptions import QueueError
+from queues.models import (
+    Batch,
+    CompletionCount,
+    FailedAttempt,
+    Job,
+    JobCount,
+    JobDependency,
+    QueuePause,
+    ReaperRun,
+    WorkerProcess,
+    Workflow,
+)
+from queues.reads.timeline import Timeline
+from queues.templatetags.dashboard import pretty_json
+
+BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
+__all__ = ["admin_bulk", "admin_limits"]  # registers the limits' and bulk operations' admins
+
+
+def _each(modeladmin, request, rows, verb: str, call, *args, **kwargs) -> None:
+    """Call `call(row, *args, **kwargs)` for each row; report how many succeeded and the first
+    refusal."""
+    done, refused = 0, []
+    for row in rows:
+        try:
+            call(row, *args, **kwargs)
+            done += 1
+        except QueueError as exc:
+            refused.append(str(exc))
+    _report(modeladmin, request, verb, done, refused)
+
+
+def _report(modeladmin, request, verb: str, done: int, refused: list[str]) -> None:
+    if done:
+        modeladmin.message_user(request, f"{verb}: {done} done.", messages.SUCCESS)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        modeladmin.message_user(request, f"{verb} refused: {refused[0]}{more}", messages.ERROR)
+
+
+def _many(modeladmin, request, verb: str, result) -> None:
+    """Report a `JobsActed` (of `retry_jobs`, `cancel_jobs`...) as `_each` reports."""
+    _report(modeladmin, request, verb, len(result.done), result.refusals())
+
+
+def _ids(jobs):
+    return jobs.values_list("id", flat=True)
+
+
+def _queue_names(jobs) -> list[str]:
+    return sorted(set(jobs.values_list("queue_name", flat=True)))
+
+
+class ReadOnlyAdmin(GuardedAdmin):
+    """Rows written by the engine and the workers: looked at, never edited by hand."""
+
+    show_full_result_count = False
+    list_per_page = 50
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class DeclaredFilter(admin.SimpleListFilter):
+    """Recurring jobs declared in code (`HAMMERWEB["SCHEDULES"]`) or enqueued."""
+
+    title = "schedule"
+    parameter_name = "declared"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "declared in code"), ("removed", "removed from the settings")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(schedule_name__isnull=False)
+        if self.value() == "removed":
+            return queryset.filter(schedule_removed_at__isnull=False)
+        return queryset
+
+
+@admin.register(Job)
+class JobAdmin(EngineDeletes):
+    list_display = [
+        "id",
+        "queue_name",
+        "status",
+        "priority",
+        "attempts_shown",
+        "created_at",
+        "scheduled_at",
+        "tags_shown",
+        "short_error",
+    ]
+    list_filter = [TagFilter, "status", QueueFilter, "priority", "recurring", DeclaredFilter]
+    search_fields = ["=id", "queue_name", "error_message", "unique_key", "schedule_name"]
+    list_select_related = False
+    show_full_result_count = False
+    list_per_page = 50
+    date_hierarchy = None
+    ordering = ["-created_at"]
+    paginator = CappedPaginator
+    readonly_fields = [f.name for f in Job._meta.fields if f.name not in ("payload", "meta")] + [
+        "payload_json",
+        "meta_json",
+        "failed_attempts_shown",
+    ]
+    exclude = ["payload", "meta"]
+    actions = [
+        "retry_now",
+        "cancel",
+        "mark_dead",
+        "release",
+        "pause_queues",
+        "resume_queues",
+        "delete_selected",
+    ]
+    #: The actions of a job's page, by the transition each is (the page offers those the
+    #: job offers).
+    form_actions = {
+        "retry_now": transitions.RETRY,
+        "cancel": transitions.CANCEL,
+        "mark_dead": transitions.MARK_DEAD,
+        "release": transitions.RELEASE,
+    }
+
+    def has_add_permission(self, request) -> bool:
+        return False  # enqueue through JobQueue, which validates
+
+    def delete_refusal(self, job: Job) -> str | None:
+        return transitions.refusal(transitions.DELETE, job)
+
+    def engine_delete(self, queue: JobQueue, job: Job) -> None:
+        queue.delete_job(job.id)
+
+    def get_changelist(self, request, **kwargs):
+        return TaggedChangeList
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        action_form = context.get("action_form")
+        if obj is not None and action_form is not None:
+            offered = transitions.offered(obj)
+            field = action_form.fields["action"]
+            field.choices = [
+                (name, label)
+                for name, label in field.choices
+                if name not in self.form_actions or self.form_actions[name] in offered
+            ]
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    @admin.display(description="attempts")
+    def attempts_shown(self, job: Job) -> str:
+        return f"{job.attempts}/{job.max_attempts}"
+
+    @admin.display(description="error")
+    def short_error(self, job: Job) -> str:
+        text = job.error_message or ""
+        return text if len(text) <= 60 else text[:59] + "…"
+
+    @admin.display(description="payload")
+    def payload_json(self, job: Job):
+        return format_html("<pre>{}</pre>", pretty_json(job.payload))
+
+    @admin.display(description="meta")
+    def meta_json(self, job: Job):
+        return format_html("<pre>{}</pre>", pretty_json(job.meta))
+
+    @admin.display(description="tags")
+    def tags_shown(self, job: Job) -> str:
+        return ", ".join(job.tags)
+
+    @admin.display(description="failed attempts")
+    def failed_attempts_shown(self, job: Job):
+        timeline = Timeline(job.id)
+        url = reverse("admin:queues_failedattempt_changelist")
+        return render_to_string(
+            "admin/queues/job_attempts.html",
+            {
+                "attempts": timeline.attempts,
+                "more": timeline.more,
+                "all_url": f"{url}?job__id__exact={job.id}",
+            },
+        )
+
+    @admin.action(description="Retry now", permissions=["change"], location=BOTH)
+    def retry_now(self, request, queryset):
+        _many(self, request, "Retry", JobQueue().retry_jobs(_ids(queryset)))
+
+    @admin.action(description="Cancel", permissions=["change"], location=BOTH)
+    def cancel(self, request, queryset):
+        reason = f"Cancelled by {request.user.get_username()} in the admin"
+        _many(self, request, "Cancel", JobQueue().cancel_jobs(_ids(queryset), reason))
+
+    @admin.action(description="Mark dead", permissions=["change"], location=BOTH)
+    def mark_dead(self, request, queryset):
+        reason = f"Marked dead by {request.user.get_username()} in the admin"
+        _many(self, request, "Mark dead", JobQueue().mark_jobs_dead(_ids(queryset), reason))
+
+    @admin.action(description="Release (back to Pending)", permissions=["change"], location=BOTH)
+    def release(self, request, queryset):
+        queue = JobQueue()
+
+        def release(job: Job) -> None:
+            transitions.check(transitions.RELEASE, job)
+            if not queue.release_job_run(job):
+                raise QueueError(f"job {job.id} is no longer Running this run")
+
+        _each(self, request, queryset, "Release", release)
+
+    def has_pause_permission(self, request) -> bool:
+        return request.user.has_perm("queues.change_queuepause")
+
+    @admin.action(description="Pause their queues", permissions=["pause"])
+    def pause_queues(self, request, queryset):
+        names, by = _queue_names(queryset), request.user.get_username()
+        _each(self, request, names, "Pause", JobQueue().pause_queue, paused_by=by)
+
+    @admin.action(description="Resume their queues", permissions=["pause"])
+    def resume_queues(self, request, queryset):
+        names, by = _queue_names(queryset), request.user.get_username()
+        _each(self, request, names, "Resume", JobQueue().resume_queue, resumed_by=by)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Rows change through the actions only; the form itself is read-only.
+        return super().has_change_permission(request, obj) and obj is None
+
+
+@admin.register(QueuePause)
+class QueuePauseAdmin(GuardedAdmin):
+    list_display = ["queue_name", "paused_by", "paused_at", "reason"]
+    search_fields = ["queue_name", "paused_by", "reason"]
+    fields = ["queue_name", "reason"]
+    form = QueueNameForm
+    actions = ["resume"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Pausing goes through the engine, as from the dashboard.
+        JobQueue().pause_queue(
+            obj.queue_name, paused_by=request.user.get_username(), reason=obj.reason or None
+        )
+
+    def delete_model(self, request, obj) -> None:
+        JobQueue().resume_queue(obj.queue_name, resumed_by=request.user.get_username())
+
+    def delete_queryset(self, request, queryset) -> None:
+        self.resume(request, queryset)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["queue_name"] if obj else []
+
+    @admin.action(description="Resume the selected queues", permissions=["change"], location=BOTH)
+    def resume(self, request, queryset):
+        names, by = queryset.values_list("queue_name", flat=True), request.user.get_username()
+        _each(self, request, names, "Resume", JobQueue().resume_queue, resumed_by=by)
+
+
+class GroupAdmin(EngineDeletes, ReadOnlyAdmin):
+    """A batch or a workflow: deleted with its jobs, each as `delete_job` deletes one, and
+    refused while any is Running (`queues.engine.deletion`)."""
+
+    def delete_refusal(self, group) -> str | None:
+        return deletion.refusal(group)
+
+    def engine_delete(self, queue: JobQueue, group) -> None:
+        deletion.delete_group(queue, group)
+
+
+@admin.register(Batch)
+class BatchAdmin(GroupAdmin):
+    list_display = [
+        "name",
+        "status",
+        "failure_mode",
+        "total_jobs",
+        "completed_jobs",
+        "failed_jobs",
+        "created_at",
+    ]
+    list_filter = ["status", "failure_mode"]
+    search_fields = ["=id", "name", "error_summary"]
+
+
+@admin.register(Workflow)
+class WorkflowAdmin(GroupAdmin):
+    list_display = [
+        "name",
+        "status",
+        "failure_policy",
+        "total_jobs",
+        "completed_jobs",
+        "failed_jobs",
+        "created_at",
+    ]
+    list_filter = ["status", "failure_policy"]
+    search_fields = ["=id", "name"]
+
+
+@admin.register(JobDependency)
+class JobDependencyAdmin(ReadOnlyAdmin):
+    list_display = ["job", "parent"]
+    search_fields = ["=job__id", "=parent__id"]
+    raw_id_fields = ["job", "parent"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # an edge deleted alone leaves its job waiting for ever; delete the job
+
+
+@admin.register(FailedAttempt)
+class FailedAttemptAdmin(ReadOnlyAdmin):
+    """The error history; its rows go with their job (delete or prune the job)."""
+
+    list_display = [
+        "failed_at",
+        "job_link",
+        "attempt",
+        "ended_by",
+        "status",
+        "exception_class",
+        "short_error",
+        "worker",
+        "handler_end",
+    ]
+    list_filter = ["ended_by", "handler_end", "status"]
+    search_fields = ["=job__id", "exception_class", "error"]
+    ordering = ["-id"]
+    raw_id_fields = ["job"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="job")
+    def job_link(self, row: FailedAttempt):
+        url = reverse("admin:queues_job_change", args=[row.job_id])
+        return format_html('<a href="{}">{}</a>', url, row.job_id)
+
+    @admin.display(description="error")
+    def short_error(self, row: FailedAttempt) -> str:
+        text = row.error or ""
+        return text if len(text) <= 80 else text[:79] + "…"
+
+
+@admin.register(ReaperRun)
+class ReaperRunAdmin(ReadOnlyAdmin):
+    list_display = ["ran_at", "ran_by", "queue_name", "requeued_count", "dead_count"]
+    list_filter = ["queue_name"]
+    search_fields = ["ran_by", "queue_name"]
+
+
+@admin.register(WorkerProcess)
+class WorkerProcessAdmin(ReadOnlyAdmin):
+    list_display = [
+        "hostname",
+        "pid",
+        "queues",
+        "batch_size",
+        "concurrency",
+        "jobs_held",
+        "jobs_running",
+        "jobs_processed",
+        "last_heartbeat_at",
+    ]
+    search_fields = ["hostname"]
+
+
+@admin.register(JobCount)
+class JobCountAdmin(ReadOnlyAdmin):
+    """The trigger-kept counts (one row per queue, status and shard)."""
+
+    list_display = ["queue_name", "status", "shard", "n"]
+    list_filter = ["status", "queue_name"]
+    search_fields = ["queue_name"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(CompletionCount)
+class CompletionCountAdmin(ReadOnlyAdmin):
+    """The trigger-kept completions (one row per queue, minute and shard); the pruner
+    deletes the old minutes."""
+
+    list_display = ["queue_name", "minute", "shard", "n"]
+    ordering = ["-minute", "queue_name", "shard"]
+    list_filter = ["queue_name"]
+    search_fields = ["queue_name"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,103 @@
+"""The overview, queue and job pages."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from queues.dashboard.views import bulk
+from queues.dashboard.views.access import page
+from queues.engine import recurring, transitions, unique
+from queues.engine.queue import JobQueue
+from queues.enums import PRIORITY_CHOICES, JobStatus
+from queues.exceptions import InvalidQueueName
+from queues.models import Job, JobDependency, QueuePause
+from queues.reads import stats
+from queues.reads.listing import JobFilter, list_jobs
+from queues.reads.timeline import Timeline
+from queues.validation import validate_queue_name
+
+DEPENDENCY_LIMIT = 50
+#: The queue page's filters, which its "all matching" form carries over.
+QUEUE_FILTERS = ("status", "priority", "tag", "q")
+
+
+@page(live=("overview-live",))
+def overview(request):
+    return "hammerweb/overview.html", {"overview": stats.overview(), "now": timezone.now()}
+
+
+@page(live=("queue-live", "queue-jobs"))
+def queue_detail(request, name: str):
+    try:
+        validate_queue_name(name)
+    except InvalidQueueName:
+        raise Http404("No such queue") from None  # no queue can have this name
+    counts = stats.queue_counts(name)
+    pause = QueuePause.objects.filter(queue_name=name).first()
+    config = JobQueue().queue_config(name)
+    configured = config.max_running is not None or config.rate is not None
+    if not any(counts.values()) and pause is None and not configured:
+        raise Http404("No such queue")
+    flt = JobFilter.from_query(name, request.GET)
+    present = {status for status, n in counts.items() if n}
+    jobs = list_jobs(flt, request.GET.get("after", ""), present)
+    return "hammerweb/queue.html", {
+        "name": name,
+        "counts": list(counts.items()),
+        "pause": pause,
+        "config": config,
+        "running": counts.get(JobStatus.RUNNING, 0),
+        "filter": flt,
+        "page": jobs,
+        "statuses": JobStatus.values,
+        "priorities": PRIORITY_CHOICES,
+        "bulk_actions": bulk.can_bulk(request.user),
+        "bulk_query": {k: v for k, v in request.GET.items() if k in QUEUE_FILTERS},
+        "can_bulk": request.user.has_perm("queues.change_job")
+        or request.user.has_perm("queues.delete_job"),
+        "now": timezone.now(),
+    }
+
+
+@page(live=("job-live", "job-attempts"))
+def job_detail(request, job_id):
+    job = get_object_or_404(Job.objects.select_related("batch", "workflow"), id=job_id)
+    parents = (
+        JobDependency.objects.filter(job_id=job.id)
+        .select_related("parent")
+        .only("parent__id", "parent__status", "parent__queue_name")[:DEPENDENCY_LIMIT]
+    )
+    children = (
+        JobDependency.objects.filter(parent_id=job.id)
+        .select_related("job")
+        .only("job__id", "job__status", "job__queue_name")[:DEPENDENCY_LIMIT]
+    )
+    now = timezone.now()
+    return "hammerweb/job.html", {
+        "job": job,
+        "unique_holds": unique.holds(job, now),
+        "unique_until": unique.period_end(job),
+        "parents": [edge.parent for edge in parents],
+        "children": [edge.job for edge in children],
+        "lease_expired": job.status == JobStatus.RUNNING
+        and job.lease_expires_at is not None
+        and job.lease_expires_at < timezone.now(),
+        "actions": transitions.offered(job),
+        "timeline": Timeline(job.id),
+        "run_now_of": _run_now_of(job),
+        "now": now,
+    }
+
+
+def _run_now_of(job) -> str | None:
+    """The recurring row a one-off run was enqueued for ("Run now"), if its meta names one
+    that is a job id (meta is the application's too: anything else is no link)."""
+    value = (job.meta or {}).get(recurring.RUN_NOW_OF) if isinstance(job.meta, dict) else None
+    try:
+        return str(UUID(value)) if isinstance(value, str) else None
+    except ValueError:
+        return None

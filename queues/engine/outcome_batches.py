@@ -1,0 +1,157 @@
+"""The outcomes of a worker's write, recorded together, not one by one
+(`record_outcomes`), by claim token:
+
+- plain completions (of jobs with no schedule, each with its result): one catalogue
+  statement per claim (`complete_runs`), fenced, which says which runs were still this
+  run's and which have dependents;
+- every other outcome (a retry, a failure, a recurring job's completion, which sets its
+  next run): one locking read fences the runs (`lock_runs`: which are still this run's,
+  and which have dependents), then one UPDATE per shape of outcome gives each row its own
+  values (`update_each`). The rules are `plan_outcome`'s, as for an outcome written alone.
+
+The effects on the jobs and groups around them (`effects.record_all`) are taken once for
+the whole write, after every outcome of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from uuid import UUID
+
+from queues import signals
+from queues.engine import effects, history
+from queues.engine.outcomes import JobOutcome, Plan, RecordedOutcome, plan_outcome
+from queues.enums import JobStatus
+from queues.models import FailedAttempt, Job
+
+#: What a plain completion (`complete_runs`) wrote, for its effects: the job took its values.
+_COMPLETED = Plan(JobStatus.COMPLETED, {}, terminal_failure=False, completed=True)
+
+
+def record_outcomes(
+    queue, finished: Sequence[tuple[Job, JobOutcome]], now: datetime, attempts: list
+) -> list[RecordedOutcome | None]:
+    """Record the outcomes of `finished` in the caller's transaction: each one's answer
+    (None: a stale run, or no run), in order; the history rows of the failures go to
+    `attempts`, which the caller inserts."""
+    results: list[RecordedOutcome | None] = [None] * len(finished)
+    each, plain = _split(finished)
+    grouped: list[tuple[int, Plan]] = []  # the outcomes whose effects reach other rows
+    with_dependents: set[UUID] = set()
+    for token, indexes in each.items():
+        _record_each(queue, finished, indexes, token, now, attempts, results, grouped,
+                     with_dependents)  # fmt: skip
+    for token, indexes in plain.items():
+        _complete(queue, finished, indexes, token, now, results, grouped, with_dependents)
+    # The effects once every outcome is written (a child of two completed jobs is released
+    # at once, a batch row written once), in the order of `finished`.
+    grouped.sort(key=lambda pair: pair[0])
+    pairs = [(finished[i][0], plan) for i, plan in grouped]
+    answers = effects.record_all(queue.store, pairs, now, with_dependents)
+    for (i, _), answer in zip(grouped, answers, strict=True):
+        results[i] = answer
+    return results
+
+
+def completes_plainly(job: Job, outcome: JobOutcome) -> bool:
+    """Whether the outcome is written by the completion statement (`complete_runs`, which
+    writes each job's result): a completion of a job with no schedule (whose completion
+    would set its next run)."""
+    return outcome.kind == "completed" and not job.cron_schedule
+
+
+def has_effects(job: Job, has_dependents: bool) -> bool:
+    """Whether the outcome of `job`'s run changes rows other than its own."""
+    return has_dependents or job.batch_id is not None or job.workflow_id is not None
+
+
+def _record_each(
+    queue,
+    finished: Sequence[tuple[Job, JobOutcome]],
+    indexes: list[int],
+    token: UUID,
+    now: datetime,
+    attempts: list[FailedAttempt],
+    results: list[RecordedOutcome | None],
+    grouped: list[tuple[int, Plan]],
+    with_dependents: set[UUID],
+) -> None:
+    """Record the outcomes of `finished` at `indexes` (runs of the claim `token`) in the
+    caller's transaction: their answers go to `results` (None: a stale run), their history
+    rows to `attempts`, those whose effects reach other rows to `grouped` (and
+    `with_dependents`, those that have dependents), for `effects.record_all`."""
+    store = queue.store
+    locked = store.lock_runs([finished[i][0].id for i in indexes], token)
+    shapes: dict[tuple[str, ...], dict[UUID, dict]] = {}
+    written: list[tuple[int, Plan]] = []
+    for i in indexes:
+        job, outcome = finished[i]
+        if job.id not in locked:
+            continue  # a stale run: nothing written, its answer stays None
+        plan = plan_outcome(job, outcome, now, queue.rng)
+        row = history.outcome_row(job, outcome, plan.status, now)  # while the run is set
+        if row is not None:
+            attempts.append(row)
+        shapes.setdefault(tuple(plan.fields), {})[job.id] = plan.fields
+        written.append((i, plan))
+    for rows in shapes.values():
+        store.update_each(rows)
+    for i, plan in written:
+        job, outcome = finished[i]
+        attempt, started_at = job.attempts, job.started_at  # before the plan's values
+        for name, value in plan.fields.items():
+            setattr(job, name, value)
+        results[i] = RecordedOutcome(status=plan.status, next_run_at=plan.next_run_at)
+        if has_effects(job, locked[job.id]):
+            grouped.append((i, plan))
+            if locked[job.id]:
+                with_dependents.add(job.id)
+        signals.run_ended(store, type(queue), job, outcome, plan.status, attempt, started_at, now)
+
+
+def _complete(queue, finished, indexes, token, now, results, grouped, with_dependents):
+    """The plain completions of `finished` at `indexes` (runs of the claim `token`): one
+    statement for them all; answers and effects as `_record_each`'s. A job listed twice is
+    written once, and its effects taken once."""
+    ids = [finished[i][0].id for i in indexes]
+    values = [finished[i][1].result for i in indexes]
+    written = queue.store.complete_runs(ids, token, now, values)
+    seen: set[UUID] = set()
+    for i in indexes:
+        job, outcome = finished[i]
+        if job.id not in written:
+            continue  # a stale run: its answer stays None
+        job.status, job.completed_at = JobStatus.COMPLETED, now
+        job.result = outcome.result
+        job.run_token = job.lease_expires_at = None
+        results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+        if has_effects(job, written[job.id]) and job.id not in seen:
+            seen.add(job.id)
+            grouped.append((i, _COMPLETED))
+            if written[job.id]:
+                with_dependents.add(job.id)
+        signals.run_ended(
+            queue.store, type(queue), job, outcome, JobStatus.COMPLETED,
+            job.attempts, job.started_at, now,
+        )  # fmt: skip
+
+
+def _split(
+    finished: Sequence[tuple[Job, JobOutcome]],
+) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
+    """The indexes of the outcomes by claim token: those written with `_record_each`, and
+    the plain completions. A run without a token is in neither (its answer is None); a job
+    listed twice is recorded once (a plain completion answers for both)."""
+    each: dict[UUID, list[int]] = {}
+    plain: dict[UUID, list[int]] = {}
+    seen: set[int] = set()
+    for index, (job, outcome) in enumerate(finished):
+        if job.run_token is None:
+            continue
+        if completes_plainly(job, outcome):
+            plain.setdefault(job.run_token, []).append(index)
+        elif id(job) not in seen:
+            seen.add(id(job))
+            each.setdefault(job.run_token, []).append(index)
+    return each, plain

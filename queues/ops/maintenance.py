@@ -1,0 +1,186 @@
+"""Maintenance services: the reaper takes back jobs whose lease expired, the lifeline the
+jobs of a worker process that died, the pruner deletes old finished jobs (in bounded
+batches, with their error history), old reaper runs and history rows, the rows of worker
+processes that stopped heartbeating and the completion counts of old minutes, after rolling
+the closed hours up into the history's hourly rows (`queues.store.counters.rollup`). `runworker`
+runs the reaper and the pruner on their intervals; its supervisor runs the lifeline when a
+child ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from uuid import UUID
+
+from django.db.models import Q
+
+from queues.engine.outcomes import StaleJobRecovery, reaper_outcome
+from queues.enums import AttemptEnd, JobStatus
+from queues.models import (
+    AttemptCount,
+    CompletionCount,
+    FailedAttempt,
+    HourlyCount,
+    Job,
+    ReaperRun,
+    WorkerProcess,
+)
+from queues.reads.stats import SPARK_MINUTES
+from queues.store.base import Match
+from queues.store.counters import completions, rollup
+
+DEFAULT_REAPER_INTERVAL = timedelta(seconds=60)
+DEFAULT_PRUNE_INTERVAL = timedelta(minutes=10)
+DEFAULT_PRUNE_AFTER = timedelta(days=7)
+#: A worker process row without a heartbeat for this long belongs to a dead process.
+DEFAULT_DEAD_WORKER_AFTER = timedelta(minutes=10)
+DEFAULT_PRUNE_BATCH = 1000
+#: The minutes the dashboard's throughput reads: its full minutes and the open one.
+THROUGHPUT_WINDOW = timedelta(minutes=SPARK_MINUTES + 1)
+
+
+def _positive(value: timedelta, name: str) -> timedelta:
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise ValueError(f"{name} must be a positive timedelta, not {value!r}")
+    return value
+
+
+class Reaper:
+    """Runs `requeue_stale_jobs` for every queue; concurrent reapers are safe (the engine
+    locks expired rows with SKIP LOCKED)."""
+
+    def __init__(self, queue, interval: timedelta = DEFAULT_REAPER_INTERVAL, ran_by: str = ""):
+        self.queue = queue
+        self.interval = _positive(interval, "interval")
+        self.ran_by = ran_by
+
+    def run_once(self) -> StaleJobRecovery:
+        return self.queue.requeue_stale_jobs(None, ran_by=self.ran_by)
+
+
+class Lifeline:
+    """Hands back at once the Running jobs of a worker process that ended (a child whose
+    supervisor saw it die), instead of waiting for their leases to expire: what the reaper
+    does with an expired lease, with an error that says the process died. A job whose
+    handler kills its process is so tried `max_attempts` times, then Dead, not restarted in
+    a loop. Every job the process held counts that attempt, started or not, as with the
+    reaper: nothing tells them apart once the process is gone. Records a `ReaperRun`."""
+
+    def __init__(self, queue, ran_by: str = ""):
+        self.queue = queue
+        self.ran_by = ran_by
+
+    def hand_back(self, process_id: UUID, error: str) -> StaleJobRecovery:
+        """The jobs claimed by `process_id` and still Running: Pending again at once (their
+        attempt counted), or Dead when their attempts are used up; `error` says why."""
+        recovery = StaleJobRecovery()
+        running = self.queue.store.find_jobs(Match(status=JobStatus.RUNNING, claimed_by=process_id))
+        for job in sorted(running, key=lambda job: (job.lease_expires_at, str(job.id))):
+            # Each job in its own transaction, fenced by the run read here: one the process
+            # finished, or the reaper took, meanwhile is left as it is.
+            outcome = replace(
+                reaper_outcome(job, self.queue.now(), AttemptEnd.PROCESS_DIED), error=error
+            )
+            recorded = self.queue.finish_job_run(job, outcome)
+            if recorded is not None:
+                recovery.note(job.id, recorded)
+        if recovery.requeued or recovery.dead:
+            self.queue.store.insert_reaper_run(recovery.row(self.queue.now(), self.ran_by, None))
+        return recovery
+
+
+@dataclass
+class PruneResult:
+    jobs: int = 0
+    reaper_runs: int = 0
+    worker_processes: int = 0
+    completion_counts: int = 0
+    #: The failed attempts' per-minute counters (`queues.store.counters.attempt_counts`), pruned
+    #: with the completions' minutes.
+    attempt_counts: int = 0
+    #: Hourly history rows written by the roll-up, and deleted as old as the pruned jobs.
+    hours_rolled: int = 0
+    hourly_counts: int = 0
+    #: History rows older than the cutoff whose job is kept (a recurring job's); the rows of
+    #: the pruned jobs go with them.
+    failed_attempts: int = 0
+
+
+class Pruner:
+    """Deletes what finished longer than `older_than` ago (with None, finished jobs, reaper
+    runs and the error history are kept for ever), and always the bookkeeping rows: dead
+    worker processes and the completion and attempt counts of minutes older than
+    `completions_kept`, which the triggers add every minute and nothing else removes.
+    `batch_size` rows at a time, so that no statement locks or deletes an unbounded number
+    of rows."""
+
+    def __init__(
+        self,
+        queue,
+        older_than: timedelta | None = DEFAULT_PRUNE_AFTER,
+        interval: timedelta = DEFAULT_PRUNE_INTERVAL,
+        batch_size: int = DEFAULT_PRUNE_BATCH,
+        dead_worker_after: timedelta = DEFAULT_DEAD_WORKER_AFTER,
+        completions_kept: timedelta = completions.KEPT,
+    ):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError("batch_size must be a whole number above 0")
+        self.queue = queue
+        self.older_than = None if older_than is None else _positive(older_than, "older_than")
+        self.interval = _positive(interval, "interval")
+        self.batch_size = batch_size
+        self.dead_worker_after = _positive(dead_worker_after, "dead_worker_after")
+        if _positive(completions_kept, "completions_kept") < THROUGHPUT_WINDOW:
+            raise ValueError(f"completions_kept must cover the throughput's {THROUGHPUT_WINDOW}")
+        self.completions_kept = completions_kept
+
+    def run_once(self) -> PruneResult:
+        now = self.queue.now()
+        using = self.queue.using
+        # Before the minutes go: the hours they make up are rolled up first.
+        rolled = rollup.roll_up(now, using, self.completions_kept)
+        result = PruneResult(
+            hours_rolled=rolled,
+            worker_processes=WorkerProcess.objects.using(using)
+            .filter(last_heartbeat_at__lt=now - self.dead_worker_after)
+            .delete()[0],
+            completion_counts=self._delete(
+                CompletionCount.objects.using(using).filter(
+                    minute__lt=completions.minute_of(now - self.completions_kept)
+                )
+            ),
+            attempt_counts=self._delete(
+                AttemptCount.objects.using(using).filter(
+                    minute__lt=completions.minute_of(now - self.completions_kept)
+                )
+            ),
+        )
+        if self.older_than is not None:
+            cutoff = now - self.older_than
+            finished = Q(status=JobStatus.COMPLETED, completed_at__lt=cutoff) | Q(
+                status__in=[JobStatus.FAILED, JobStatus.DEAD, JobStatus.TIMED_OUT],
+                failed_at__lt=cutoff,
+            )
+            result.jobs = self._delete(Job.objects.using(using).filter(finished))
+            result.reaper_runs = self._delete(
+                ReaperRun.objects.using(using).filter(ran_at__lt=cutoff)
+            )
+            result.hourly_counts = self._delete(
+                HourlyCount.objects.using(using).filter(hour__lt=cutoff)
+            )
+            result.failed_attempts = self._delete(
+                FailedAttempt.objects.using(using).filter(failed_at__lt=cutoff)
+            )
+        return result
+
+    def _delete(self, rows) -> int:
+        total = 0
+        while True:
+            ids = list(rows.order_by().values_list("pk", flat=True)[: self.batch_size])
+            if not ids:
+                return total
+            # The condition is applied again: a row retried meanwhile is kept.
+            _, per_model = rows.filter(pk__in=ids).delete()
+            total += per_model.get(rows.model._meta.label, 0)
+            if len(ids) < self.batch_size:
+                return total

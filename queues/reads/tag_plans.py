@@ -1,0 +1,58 @@
+"""Which index a tag filter combined with a status reads, chosen by how many jobs each
+selects: the queue page and the admin's job list, on every database (ORM only).
+
+A tag alone is read along the tags' index, in page order (queues.tags). A tag *and* a status
+can be read two ways:
+
+- along the tag's index, checking each tagged job's status (its row by primary key): a page
+  then reads about page / (the status's share of the tag's jobs) rows;
+- along the jobs' (queue_name, status, created_at) index, checking that each job has the
+  tag (a semi-join on the tags' unique (job, tag) index): about page / (the tag's share).
+
+Reading along the rarer of the two reads the fewest rows: a tag on half the jobs with the
+Dead status (3%) reads ~100 rows instead of ~1,700. A status's count is exact and free (the
+trigger-kept `JobCount` rows); the tag's is counted along its index, no further than the
+status's count (and TAG_COUNT_CAP), so the choice itself costs at most that many index
+entries. Beyond the cap both are common, and either way reads few rows.
+
+The databases' planners do not make this choice themselves: their statistics know neither
+how a tag and a status correlate nor, on MariaDB and SQLite, how common a tag is.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, QuerySet
+
+from queues.models import JobTag
+from queues.store.counters.counts import counts_by_queue
+
+#: The most tag rows counted to compare a tag with a status (an index-only range: 28 ms for
+#: 10,900 entries on PostgreSQL at load 15, so about 5 ms at this cap).
+TAG_COUNT_CAP = 2_000
+
+
+def status_count(status: str, queue: str | None = None) -> int:
+    """The exact number of jobs with `status` (of `queue`, or of every queue)."""
+    counts = counts_by_queue(queue_name=queue)
+    return sum(by_status.get(status, 0) for by_status in counts.values())
+
+
+def status_is_rarer(tag: str, status: str, queue: str | None = None) -> bool:
+    """Whether fewer jobs have `status` than have `tag` (in `queue`, or in all), so that a
+    list of both reads along the status's index."""
+    jobs = status_count(status, queue)
+    cap = min(jobs, TAG_COUNT_CAP)
+    rows = JobTag.objects.filter(tag=tag)
+    if queue is not None:
+        rows = rows.filter(queue_name=queue)
+    # Only the indexed created_at: the count reads the index alone, never the table.
+    return rows.order_by().values("created_at")[: cap + 1].count() > cap
+
+
+def has_tag(tag: str) -> Exists:
+    """The semi-join: the job has `tag` (one probe of the tags' unique (job, tag) index)."""
+    return Exists(JobTag.objects.filter(job_id=OuterRef("pk"), tag=tag))
+
+
+def with_tag(jobs: QuerySet, tag: str) -> QuerySet:
+    return jobs.filter(has_tag(tag))

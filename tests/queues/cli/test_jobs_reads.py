@@ -1,0 +1,95 @@
+"""`manage.py jobs list`, `show` and `stats`: tables and JSON, filters, and bad input as a
+CommandError that changes nothing."""
+
+from __future__ import annotations
+
+import json
+from uuid import uuid4
+
+import pytest
+from django.core.management import CommandError
+
+from queues.api import Job, JobOutcome, JobQueue, JobStatus
+from tests.conftest import unique_queue
+from tests.queues.support.jobs_helpers import finished, jobs, queue_days_ago, snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+def test_list_filters_by_queue_status_and_age_as_json_and_as_a_table():
+    name = unique_queue("cli_list")
+    old = finished(queue_days_ago(3), name, 2)
+    dead = finished(JobQueue(), name, 1, JobOutcome.dead("broken\nbadly"))
+    JobQueue().enqueue(Job(queue_name=name))
+
+    listed = json.loads(jobs("list", "--queue", name, "--json")[0])
+    assert len(listed) == 4
+    assert listed[0]["queue_name"] == name and "payload" in listed[0]
+    older = json.loads(jobs("list", "--queue", name, "--older-than", "2d", "--json")[0])
+    assert sorted(job["id"] for job in older) == sorted(str(i) for i in old)
+    newer = json.loads(jobs("list", "--queue", name, "--newer-than", "1h", "--json")[0])
+    assert len(newer) == 2
+    by_status = json.loads(jobs("list", "--queue", name, "--status", "dead", "--json")[0])
+    assert [job["id"] for job in by_status] == [str(dead[0])]
+    assert len(json.loads(jobs("list", "--queue", name, "--limit", "3", "--json")[0])) == 3
+
+    table = jobs("list", "--queue", name, "--status", "Dead,Completed")[0]
+    lines = table.splitlines()
+    assert lines[0].split()[:3] == ["ID", "QUEUE_NAME", "STATUS"]
+    assert str(dead[0]) in table and "broken badly" in table  # one line per job
+    assert lines[-1].startswith("3 jobs, queue")
+
+
+def test_show_prints_every_field_and_the_failed_attempts():
+    name = unique_queue("cli_show")
+    queue = JobQueue()
+    (job_id,) = finished(queue, name, 1, JobOutcome.failed("first try"))
+    shown = json.loads(jobs("show", str(job_id), "--json")[0])
+    assert shown["id"] == str(job_id) and shown["status"] == JobStatus.PENDING
+    assert {"payload", "max_attempts", "scheduled_at", "unique_key"} <= set(shown)
+    assert [(a["attempt"], a["error"]) for a in shown["attempts"]] == [(1, "first try")]
+    text = jobs("show", str(job_id))[0]
+    assert "failed attempts: 1" in text and "first try" in text
+
+
+def test_stats_counts_each_queue_by_status_and_shows_pauses():
+    name = unique_queue("cli_stats")
+    finished(JobQueue(), name, 3)
+    JobQueue().enqueue(Job(queue_name=name))
+    JobQueue().pause_queue(name, paused_by="ops", reason="deploy")
+    found = json.loads(jobs("stats", "--json")[0])[name]
+    assert found["counts"][JobStatus.COMPLETED] == 3
+    assert found["counts"][JobStatus.PENDING] == 1
+    assert found["total"] == 4 and found["paused"] is True
+    row = next(line for line in jobs("stats")[0].splitlines() if line.startswith(name))
+    assert row.split()[1:4] == ["1", "0", "3"] and row.endswith("paused")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["list", "--status", "Sleeping"], "unknown status 'Sleeping'"),
+        (["list", "--older-than", "3 days"], "is not a duration"),
+        (["list", "--newer-than", "0s"], "longer than zero"),
+        (["list", "--limit", "0"], "--limit must be between 1"),
+        (["list", "--queue", "bad\x00name"], "control or format characters"),
+        (["show", "12345"], "is not a job id"),
+        (["show", str(uuid4())], "no job"),
+        (["stats", "--queue", " padded "], "whitespace"),
+        (["retry", "not-an-id"], "is not a job id"),
+        (["retry"], "give job ids, or a filter"),
+        (["delete", str(uuid4()), "--queue", "q"], "ids or a filter, not both"),
+        (["cancel", str(uuid4())], "no job"),
+        (["purge", "--older-than", "7x"], "is not a duration"),
+        (["purge", "--older-than", "7d", "--status", "Pending"], "have not finished"),
+        (["purge", "--older-than", "7d", "--batch-size", "0"], "--batch-size must be"),
+        (["pause", "tab\tinside"], "control or format characters"),
+        (["bogus"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_a_command_error_that_changes_nothing(args, message):
+    finished(queue_days_ago(30), unique_queue("cli_bad"), 2, JobOutcome.dead("x"))
+    before = snapshot()
+    with pytest.raises(CommandError, match=message):
+        jobs(*args)
+    assert snapshot() == before

@@ -1,0 +1,97 @@
+"""The writer's group commit (`Writer.linger`): it waits for busy slots only while jobs
+are short. No database: the conditions are driven by hand."""
+
+from __future__ import annotations
+
+import threading
+
+from queues.api import Job, TestQueue
+from workers.api import Worker
+from workers.runtime import LINGER, Request, RunState, WorkerRun
+
+
+class Recording:
+    """Stands in for the writer's condition: records each wait instead of sleeping."""
+
+    def __init__(self, run: RunState, arrive: int = 0) -> None:
+        self.run, self.arrive, self.waits = run, arrive, []
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        if self.arrive:  # another slot hands in meanwhile
+            self.arrive -= 1
+            self.run.outbox.append(Request(None, None))
+        return True
+
+
+def make_run(concurrency: int = 4):
+    """The state of a worker run, with one request waiting, and its writer."""
+    worker = Worker(TestQueue(), "q", lambda job: None, batch_concurrency=concurrency)
+    run = WorkerRun(worker, threading.Event(), threading.Event())
+    run.state.outbox.append(Request(None, None))
+    return run.state, run.writer
+
+
+def test_long_jobs_are_written_at_once():
+    run, writer = make_run()
+    run.requests = Recording(run)
+    run.run_time = LINGER * 5
+    writer.linger()
+    assert run.requests.waits == []
+
+
+def test_no_wait_before_a_run_time_is_known():
+    run, writer = make_run()
+    run.requests = Recording(run)
+    writer.linger()
+    assert run.requests.waits == []
+
+
+def test_short_jobs_wait_for_the_busy_slots_then_write_together():
+    run, writer = make_run(concurrency=4)
+    run.idle = 1  # three busy slots: one handed in, two to come
+    run.requests = Recording(run, arrive=2)
+    run.run_time = LINGER / 10
+    writer.linger()
+    assert len(run.requests.waits) == 2 and all(0 < t <= LINGER for t in run.requests.waits)
+    assert len(run.outbox) == 3
+
+
+def test_short_jobs_wait_no_longer_than_the_linger():
+    run, writer = make_run(concurrency=4)
+    run.requests = Recording(run)  # nobody else hands in
+    run.run_time = LINGER / 10
+    writer.linger()
+    assert run.requests.waits, "it did not wait for the busy slots"
+    assert len(run.outbox) == 1
+
+
+def test_a_failed_write_does_not_stop_the_worker(caplog):
+    """A write that raises (a bug, not a lost connection) leaves its jobs Running for the
+    reaper; the slots go on with the next jobs. The failed write may carry more than one
+    outcome (a slot hands its outcome in and goes on before the write)."""
+    from tests.workers.support.helpers import running, wait_until
+
+    class BrokenOnce(TestQueue):
+        lost: list | None = None
+
+        def finish_and_start_runs(self, finished, starting):
+            if self.lost is None:
+                self.lost = [job.id for job, _ in finished]
+                raise RuntimeError("a bug in the write")
+            return super().finish_and_start_runs(finished, starting)
+
+    queue = BrokenOnce()
+    ids = [queue.enqueue(Job(queue_name="q")) for _ in range(6)]
+    worker = Worker(queue, "q", lambda job: None, batch_size=1)
+
+    def settled():
+        counts = queue.get_job_counts_by_status("q")
+        return queue.lost is not None and counts["Completed"] == len(ids) - len(queue.lost)
+
+    with caplog.at_level("ERROR", logger="workers"), running(worker):
+        wait_until(settled, 10, "the jobs after the failed write were not all completed")
+    assert 1 <= len(queue.lost) < len(ids)
+    running_ids = {job.id for job in queue.store.jobs.values() if job.status == "Running"}
+    assert running_ids == set(queue.lost), "the failed write's jobs stay Running"
+    assert "a bug in the write" in caplog.text

@@ -1,0 +1,100 @@
+"""`runworker` in this process: argument checks, burst, the WorkerProcess row."""
+
+from __future__ import annotations
+
+import io
+import threading
+from datetime import timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from queues.api import Job, JobQueue
+from queues.models import WorkerProcess
+from tests.conftest import unique_queue
+from tests.workers.support.helpers import wait_for_status, wait_until
+from workers.process.host import ProcessSettings, WorkerProcessRuntime
+from workers.registry import job_handler, unregister
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["q", "--batch-size", "0"],
+        ["q", "--concurrency", "x"],
+        ["q", "--lease", "0"],
+        ["q", "--poll-interval", "-1"],
+        ["q", "--prune-after", "-1"],
+        ["q", "--processes", "0"],
+        ["bad\x00name"],
+        ["q", "--include", "no.such.module"],
+    ],
+)
+def test_bad_arguments_are_refused(args):
+    with pytest.raises(CommandError):
+        call_command("runworker", *args)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_burst_in_process_prints_a_summary():
+    name = unique_queue("cmd")
+    JobQueue().enqueue_many([Job(queue_name=name, payload={"n": n}) for n in range(5)])
+    job_handler(name)(lambda job: job.payload["n"])
+    out = io.StringIO()
+    try:
+        call_command(
+            "runworker",
+            name,
+            "--burst",
+            "--poll-interval",
+            "0.02",
+            "--batch-size",
+            "2",
+            stdout=out,
+        )
+    finally:
+        unregister(name)
+    assert "processed 5 jobs (5 completed, 0 failed)" in out.getvalue()
+    assert JobQueue().get_job_counts_by_status(name)["Completed"] == 5
+    assert not WorkerProcess.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_process_row_shows_held_and_running_jobs():
+    name = unique_queue("row")
+    queue = JobQueue()
+    queue.enqueue_many([Job(queue_name=name) for _ in range(3)])
+    gate = threading.Event()
+    settings = ProcessSettings(
+        queues=[name],
+        batch_size=3,
+        concurrency=1,
+        poll_interval=timedelta(milliseconds=20),
+        heartbeat_interval=timedelta(milliseconds=50),
+        handler=lambda job: gate.wait(30),
+    )
+    runtime = WorkerProcessRuntime(settings)
+    stop, force = threading.Event(), threading.Event()
+    thread = threading.Thread(target=runtime.run, args=(stop, force))
+    thread.start()
+    try:
+
+        def counts():
+            row = WorkerProcess.objects.first()
+            return row and (row.jobs_held, row.jobs_running, row.jobs_processed)
+
+        wait_until(lambda: counts() == (2, 1, 0), 30, "row never showed 2 held, 1 running")
+        row = WorkerProcess.objects.get()
+        assert row.queues == [name] and row.batch_size == 3 and row.concurrency == 1
+        assert row.settings["queue"] == name
+        before = row.last_heartbeat_at
+        gate.set()
+        wait_for_status(queue, name, "Completed", 3, 30)
+        wait_until(lambda: counts() == (0, 0, 3), 30, "the row did not catch up")
+        assert WorkerProcess.objects.get().last_heartbeat_at > before
+    finally:
+        gate.set()
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert not WorkerProcess.objects.exists()

@@ -1,0 +1,94 @@
+"""The supervisor's lifeline: when a child worker process ends, the jobs it still had
+Running are handed back at once (`queues.ops.maintenance.Lifeline`), instead of after their
+leases, with an error that says the process died. A handler that kills its process
+(`os._exit`, a segfault, the OOM killer) thus costs its job one attempt per death, and the
+job is Dead after `max_attempts` of them, instead of the children dying in a loop.
+
+Each hand-back runs in a thread of its own: the database may be away (it is retried until
+it is back, or until the supervisor is forced), and the supervisor must go on restarting
+children meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+
+from queues.api import JobQueue
+from queues.ops.maintenance import Lifeline
+from workers.runtime.faults import GaveUp, close_connection, retrying
+
+logger = logging.getLogger("workers")
+
+
+def death_error(pid: int, code: int) -> str:
+    """The error of a job whose process `pid` ended with `code` (Popen's returncode)."""
+    who = f"{socket.gethostname()}:{pid}"
+    if code < 0:
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+        return f"The worker process {who} died ({how}) while the job was Running"
+    if code:
+        return f"The worker process {who} died (exit code {code}) while the job was Running"
+    return f"The worker process {who} exited while the job was Running"
+
+
+class ChildLifeline:
+    def __init__(self, using: str, force: threading.Event) -> None:
+        self.using = using
+        self.force = force
+        ran_by = f"supervisor:{socket.gethostname()}:{os.getpid()}"
+        self.lifeline = Lifeline(JobQueue(using=using), ran_by=ran_by)
+        self.threads: list[threading.Thread] = []
+
+    def child_ended(self, process_id: uuid.UUID, pid: int, code: int) -> None:
+        thread = threading.Thread(
+            target=self._hand_back,
+            args=(process_id, pid, code),
+            name=f"lifeline-{pid}",
+            daemon=True,
+        )
+        thread.start()
+        self.threads = [t for t in self.threads if t.is_alive()] + [thread]
+
+    def _hand_back(self, process_id: uuid.UUID, pid: int, code: int) -> None:
+        error = death_error(pid, code)
+        try:
+            recovery = retrying(
+                lambda: self.lifeline.hand_back(process_id, error),
+                what=f"handing back the jobs of worker process {pid}",
+                using=self.using,
+                give_up=self.force,
+            )
+        except GaveUp:
+            return  # their leases expire: the reaper takes them back
+        except Exception:
+            logger.exception("handing back the jobs of worker process %d failed", pid)
+            return
+        finally:
+            close_connection(self.using)
+        if recovery.requeued or recovery.dead:
+            logger.warning(
+                "worker process %d ended with %s: %d of its jobs handed back, %d dead",
+                pid,
+                code,
+                len(recovery.requeued),
+                len(recovery.dead),
+            )
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds (or until forced) for the hand-backs under way."""
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            while thread.is_alive() and not self.force.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                thread.join(min(left, 0.1))
