@@ -8,9 +8,13 @@ import os
 import socket
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from django.db import connection
+
+#: The repository's root: where manage.py, scripts/ and the apps are.
+ROOT = Path(__file__).resolve().parent.parent
 
 _counter = itertools.count()
 

@@ -8,17 +8,17 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from queues.api import JobQueue
 from queues.models import Job
 from queues.schedules import parse
+from tests.conftest import ROOT
 from tests.queues.conftest import unique_queue
 from tests.queues.engine.test_concurrency import in_threads
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+BASE_DIR = ROOT
 pytestmark = pytest.mark.django_db(transaction=True)
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from queues.api import Job, JobQueue, JobStatus
+from tests.conftest import ROOT
 
-MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
+MANAGE = ROOT / "manage.py"
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

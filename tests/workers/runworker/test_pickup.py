@@ -21,10 +21,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from queues.api import Job, JobQueue, JobStatus
+from tests.conftest import ROOT
 from tests.workers.support.helpers import wait_until
 from tests.workers.support.subprocess_jobs import WORK_QUEUE
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+BASE_DIR = ROOT
 WAIT = 60.0  # generous: the machine is shared; the poll interval is what must not pass
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,10 +19,11 @@ from django.tasks.base import TaskResultStatus
 
 from queues.api import Job, JobPriority, JobQueue, JobStatus
 from queues.models import WorkerProcess
+from tests.conftest import ROOT
 from tests.workers.support.helpers import wait_for_status, wait_until
 from tests.workers.support.subprocess_jobs import WORK_QUEUE, explode, multiply, multiply_async
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+BASE_DIR = ROOT
 FAST = ["--poll-interval", "0.05", "--include", "tests.workers.support.subprocess_jobs"]
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from queues.api import Job, JobQueue, JobStatus
+from tests.conftest import ROOT
 from tests.workers.support.subprocess_jobs import WORK_QUEUE, explode
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+BASE_DIR = ROOT
 JSON_ARGS = ["--burst", "--log-format", "json", "--log-jobs", "--poll-interval", "0.05",
              "--include", "tests.workers.support.subprocess_jobs"]  # fmt: skip
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from django.db import connection
 
-START_DATABASES = Path(__file__).resolve().parents[2] / "scripts" / "start-databases"
+from tests.conftest import ROOT
+
+START_DATABASES = ROOT / "scripts" / "start-databases"
 MARIADB_PID = Path("/run/mysqld/mysqld.pid")
 
 

@@ -21,6 +21,7 @@ from queues.ops.maintenance import Pruner
 from queues.reads import trends
 from queues.store.counters import attempt_counts, rollup
 from queues.store.counters.completions import minute_of
+from tests.conftest import ROOT
 from tests.queues.conftest import unique_queue
 from tests.queues.engine.test_concurrency import in_threads
 
@@ -231,7 +232,7 @@ def test_a_later_migration_that_rebuilds_the_jobs_table_on_sqlite_keeps_the_trig
         "DATABASE_URL": f"sqlite:///{tmp_path / 'rebuild.sqlite3'}",
         "DJANGO_SETTINGS_MODULE": "hammerweb.settings",
     }
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = str(ROOT)
     done = subprocess.run(
         [sys.executable, "-c", REMAKE], cwd=root, env=env, capture_output=True, text=True
     )
