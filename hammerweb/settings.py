@@ -111,7 +111,7 @@ else:
 if _db["ENGINE"].endswith("sqlite3"):
     # WAL lets readers (the dashboard) run beside the one writer; the timeout makes writers
     # wait for each other instead of failing at once. (The engine begins its own
-    # transactions IMMEDIATE whatever transaction_mode says: queues/engine/session.py.)
+    # transactions IMMEDIATE whatever transaction_mode says: queues/store/sql/session.py.)
     _db.setdefault("OPTIONS", {}).update(
         {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL"}
     )

@@ -1,3 +1,7 @@
+"""The `queues` app. At start it registers the system checks and connects the counters'
+migration signals: on SQLite the attempt counter's trigger is off while migrating, and the
+job counts are cleared after a flush. See docs/design/vocabulary.md."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig

@@ -2,7 +2,7 @@
 add. They run with `manage.py check` and before `runserver`, `migrate` and `runworker`, and
 read settings only (no database connection). The django.tasks backend checks its own
 configuration (`HammerwebBackend.check`), and `workers` checks that its `runworker` wins.
-"""
+See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.core import checks
 from django.db import connections, router
 
 from queues import conf, schedules
-from queues.store.session import MYSQL_ISOLATION
+from queues.store.sql.session import MYSQL_ISOLATION
 
 HTMX_MIDDLEWARE = "django_htmx.middleware.HtmxMiddleware"
 DOCS = "docs/deploying.md in Hammerweb's repository"
@@ -92,7 +92,7 @@ def check_databases(app_configs=None, **kwargs):
 
 def database_errors(handler) -> list:
     """The databases of `handler` that can hold Hammerweb's tables, for what the engine
-    cannot set up itself (see engine/session.py)."""
+    cannot set up itself (see queues/store/sql/session.py)."""
     from queues.models import Job
 
     errors = []

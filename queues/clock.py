@@ -1,4 +1,6 @@
-"""Clocks. The queue reads time from a clock so that tests can move it instead of sleeping."""
+"""Clocks. The queue reads time from a clock so that tests can move it instead of sleeping:
+`SystemClock` is the wall clock, `MockClock` moves only when told to.
+See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

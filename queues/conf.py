@@ -1,13 +1,7 @@
-"""Hammerweb's own settings: one optional `HAMMERWEB` dict in the project's settings.
-
-    HAMMERWEB = {"PG_PREPARE": False}
-
-Every key is optional; `OPTIONS` below holds each one's default and meaning (one line per
-key, so adding a setting is adding a line), and docs/deploying.md says what each costs.
-`manage.py check` (and so `runserver`, `migrate`, `runworker`) refuses a `HAMMERWEB` that is
-not a dict, an unknown key (a typo would otherwise be ignored) or a value of the wrong type
-(queues.E001). Nothing else in Hammerweb reads the project's settings for its own options.
-"""
+"""Hammerweb's own settings: one optional `HAMMERWEB` dict in the project's settings, e.g.
+`HAMMERWEB = {"PG_PREPARE": False}`. `OPTIONS` holds each key's default, type and meaning;
+`manage.py check` refuses a bad dict, key or value (queues.E001). Nothing else reads the
+project's settings for Hammerweb's options. See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Cron schedules for recurring jobs, evaluated in a time zone.
-
-Expressions have 6 fields with seconds first (Hammerwork's form: ``sec min hour dom month dow``)
-or the usual 5 (``min hour dom month dow``, seconds 0). Day of week is 0-7 with 0 and 7 Sunday,
-as in standard cron (Hammerwork's Rust crate numbers Sunday 1; we follow cron and croniter).
-
-Daylight-saving time: an occurrence that falls into a spring-forward gap runs at the first
-instant after the gap; a fixed-time occurrence that a fall-back repeats runs once (the first
-time), while schedules with a wildcard hour keep running by real time. This is Vixie cron's rule.
-"""
+"""Cron schedules for recurring jobs, evaluated in a time zone: 6 fields with seconds first
+(Hammerwork's form) or the usual 5, Sunday 0 or 7 as in cron. Daylight-saving time follows
+Vixie cron's rule, and missed occurrences coalesce into one catch-up run.
+See docs/design/schedules.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The value types stored in the tables: statuses, priorities and modes."""
+"""The value types stored in the tables: statuses, priorities and modes, stored as Hammerwork
+spells them, and the sets of statuses several rooms ask about (terminal, failure).
+See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

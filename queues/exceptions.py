@@ -1,4 +1,6 @@
-"""Errors raised by the queue. Every one is a `QueueError`; bad input is also a `ValueError`."""
+"""Errors raised by the queue. Every one is a `QueueError`; bad input (`InvalidJob`: nothing
+was written) is also a `ValueError`, and a missing job also a `LookupError`.
+See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Workflows (jobs with dependencies) and batches (jobs tallied together), and their rules:
 how new jobs' dependencies settle and what a failure for good reaches (workflow failure
-policies, fail-fast batches). Their tallies are in `tallies`."""
+policies, fail-fast batches). Their tallies are in `queues.engine.tallies`.
+See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Claim options: batch size, lease, and strict or weighted priorities."""
+"""Claim options: `DequeueOptions` (batch size, lease) and `PriorityWeights` (strict or
+weighted choice between priority levels). `DEFAULT_LEASE` is the one default lease: the
+workers' settings (workers/defaults.py) re-use it."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from types import MappingProxyType
 from queues.enums import JobPriority
 from queues.validation import check_duration
 
+#: A claimed job's lease: a heartbeat every third of it (100 s) costs little, and a process
+#: killed outright keeps its jobs from the reaper no longer than this.
 DEFAULT_LEASE = timedelta(minutes=5)
 #: Upper bound on one claim, so that one statement never locks an unbounded number of rows.
 MAX_BATCH_SIZE = 1000

@@ -1,9 +1,7 @@
-"""Backoff between attempts: fixed, linear, exponential (with jitter) and Fibonacci.
-
-A strategy is stored on the job as JSON (``Job.retry_strategy``) so that every worker computes
-the same delays. ``delay(attempt)`` takes the number of the attempt that just failed (1 for the
-first run).
-"""
+"""Backoff between attempts: fixed, linear, exponential (with jitter) and Fibonacci. A
+strategy is stored on the job as JSON (``Job.retry_strategy``) so that every worker computes
+the same delays; ``delay(attempt)`` takes the number of the attempt that just failed (1 for
+the first run). See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

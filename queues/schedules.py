@@ -1,21 +1,8 @@
-"""Schedules declared in settings: each entry of `HAMMERWEB["SCHEDULES"]` is one recurring job
-row, found by its name, that `runworker` (at start) and `manage.py syncschedules` bring in
-line with the settings.
-
-    HAMMERWEB = {"SCHEDULES": {
-        "nightly-report": {"queue": "reports", "cron": "0 3 * * *", "timezone": "Europe/Paris",
-                           "payload": {"kind": "daily"}, "priority": "high", "max_attempts": 3,
-                           "timeout": 600, "tags": ["reports", "nightly"], "meta": {"team": "bi"}},
-        "cleanup": {"task": "myapp.tasks.cleanup", "cron": "*/15 * * * *", "kwargs": {"days": 7}},
-    }}
-
-An entry names a queue and a payload (for that queue's handler), or a django.tasks task (its
-queue, priority, tags and meta by default, run with `args` and `kwargs`). `tags` and `meta`
-are the row's (`queues.tags`), so every run of the schedule carries them and the tag filters
-find it; a changed list updates the row and its tag rows in place. `queues.checks` validates the
-setting at start: a bad entry is an error naming it. How a sync treats each row is in
-`queues.engine.schedule_sync`.
-"""
+"""Schedules declared in settings: each entry of `HAMMERWEB["SCHEDULES"]` (a cron, and a queue
+and payload or a django.tasks task) is one recurring job row, found by its name, that
+`runworker` (at start) and `manage.py syncschedules` bring in line with the settings.
+`queues.checks` validates them at start; a sync is `queues.engine.schedule_sync`'s.
+See docs/design/schedules.md."""
 
 from __future__ import annotations
 

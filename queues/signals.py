@@ -1,28 +1,8 @@
-"""The lifecycle signals of jobs, for integrations (error trackers, audit logs, metrics).
-
-Each is sent once its transition is committed: the engine hands the sending to the store's
-`on_commit` (Django's `transaction.on_commit` on the engine's connection; the memory store's
-own), so a transition made inside a caller's transaction is announced at its commit and
-never if it rolls back, and a worker's group-committed write announces its jobs once the
-writer's transaction is committed. Receivers are called with `send_robust`: one that raises
-is logged (logger `queues.signals`) and changes nothing of what was written.
-
-Nothing is built, and no callback is registered, while a signal has no receiver: a worker
-without receivers pays one check of a list per claim and of a flag per job it finishes.
-
-Every signal is sent with `sender` the queue's class (`JobQueue`, `TestQueue`) and the
-arguments `job` (the `Job` as written: read it, do not change it), `job_id`, `queue_name`
-and `attempt` (the attempts counted when the transition happened), and these:
-
-- job_enqueued: (no more); job_started: `worker_id` (the claiming process's id, or None);
-- job_succeeded: `run_time` (seconds from the run's start to its recorded end), `result`;
-- job_failed: `run_time`, `error`, `exception_class` (a dotted path), `traceback` (text),
-  `status` (the job's status after it: Pending when it is retried);
-- job_reaped: `run_time`, `error`, `status` (Pending again, or Dead);
-- job_cancelled: `run_time` (None if it was not running), `error`, `operator`;
-- job_retried: `run_at` (when it runs again), `error`, `operator`;
-- job_dead: `error`, `operator`.
-"""
+"""The lifecycle signals of jobs, for integrations (error trackers, audit logs, metrics):
+job_enqueued, job_started, job_succeeded, job_failed, job_reaped, job_cancelled, job_retried
+and job_dead. Each is sent once its transition is committed, robustly (a receiver that raises
+is logged), and costs nothing while no one listens. The arguments of each are in
+docs/design/signals.md."""
 
 from __future__ import annotations
 

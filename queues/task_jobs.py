@@ -1,6 +1,6 @@
 """What a job that runs a django.tasks task holds: the payload that names the task and its
 arguments, and Django's priorities onto the five levels. Shared by the tasks backend and the
-schedules declared in settings (which may name a task)."""
+schedules declared in settings (which may name a task). See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

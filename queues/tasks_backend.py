@@ -1,14 +1,8 @@
-"""The django.tasks backend: functions decorated with Django's `@task` become jobs (run by
-`manage.py runworker`), and their results are read back from the jobs table, from any
-process.
-
-    TASKS = {"default": {"BACKEND": "queues.tasks_backend.HammerwebBackend",
-                         "QUEUES": [], "OPTIONS": {"DATABASE": "default", "MAX_ATTEMPTS": 1}}}
-
-This module only enqueues and reads; the worker runs the tasks (`workers.tasks`). Models
-are imported inside the methods: Django builds the backend when a module with `@task`
-functions is imported, possibly before the app registry is ready.
-"""
+"""The django.tasks backend (`TASKS = {"default": {"BACKEND":
+"queues.tasks_backend.HammerwebBackend"}}`): functions decorated with Django's `@task` become
+jobs, run by `manage.py runworker` (`workers.tasks`), and their results are read back from
+the jobs table, from any process. Models are imported inside the methods: the backend may be
+built before the app registry is ready. See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

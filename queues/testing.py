@@ -1,5 +1,7 @@
-"""`TestQueue`: `JobQueue` in memory. The same orchestration, written once in `queues.engine.queue`,
-on the memory store instead of a database, with a `MockClock` that moves only when told."""
+"""`TestQueue`: `JobQueue` in memory. The same code (`queues.engine.queue` and its parts)
+runs on the memory store instead of a database, with a `MockClock` that moves only when
+told; the conformance fixtures (`tests/queues/conftest.py`) run each queue test on both.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from queues.clock import MockClock
 from queues.engine.queue import JobQueue
 from queues.models import Job, ReaperRun
 from queues.store.base import Match
-from queues.store.memory import MemoryStore
+from queues.store.memory.store import MemoryStore
 
 
 class TestQueue(JobQueue):

@@ -1,19 +1,8 @@
-"""Text the engine stores whatever it contains: error messages and tracebacks from handlers,
-operators' reasons, who paused a queue or ran the reaper.
-
-Such text is never refused (a handler's failure must always be recorded); it is made
-storable on every database instead:
-- NUL characters (PostgreSQL's text columns cannot hold them) and unpaired surrogates (no
-  database can encode them as UTF-8) become U+FFFD, the replacement character;
-- text longer than the limit keeps its beginning and its end, where a traceback has the
-  exception's type and message, with a line in the middle that says how much was cut.
-  Cutting also keeps a statement far below MariaDB's `max_allowed_packet` (16 MiB by
-  default): 50 MB of error text made the server drop the connection ("Server has gone
-  away"), an OperationalError that the worker takes for an outage and retries.
-
-Names and other input the engine can refuse (queue names, batch names, payloads) are checked
-in `queues.validation`, which asks `unstorable` here.
-"""
+"""Text the engine stores whatever it contains: error messages and tracebacks, operators'
+reasons, who paused a queue. Never refused (a failure must always be recorded), it is made
+storable instead: NUL characters and unpaired surrogates become U+FFFD, and long text keeps
+its beginning and its end. Input that can be refused is checked in `queues.validation`.
+See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Checks of what callers hand the queue, before anything is written: new jobs (validated and
 normalised), queue names, ids, leases and retry times. Each failure is a typed `InvalidJob`
-(or a `ValueError`); nothing is written.
-
-The limits are those every supported database can hold, so that a job accepted by TestQueue
-or SQLite is accepted by PostgreSQL and MariaDB too (SQLite's lax typing stores what the
-others refuse; MariaDB refuses JSON nested 32 deep, PostgreSQL NUL characters)."""
+(or a `ValueError`). The limits are those every supported database can hold, so that a job
+TestQueue or SQLite accepts, PostgreSQL and MariaDB accept too. See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 

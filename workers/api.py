@@ -1,4 +1,6 @@
-"""The public Python API of the worker runtime (see spec/API.md). Import from here only."""
+"""The public Python API of the worker runtime (see spec/API.md): `Worker` and its
+limits, the handler registry, and the errors a handler may raise or meet. Import from here
+only; the modules behind it may move."""
 
 from __future__ import annotations
 

@@ -1,3 +1,7 @@
+"""The workers app's configuration: it registers the app's system checks (checks.py) once
+Django is ready. `workers` must come before any other app with a `runworker` command in
+INSTALLED_APPS."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig

@@ -1,4 +1,6 @@
-"""System checks of the workers app."""
+"""System checks of the workers app: `manage.py runworker` must run Hammerweb's command.
+Django runs the command of the first app in INSTALLED_APPS that has one, so an app above
+`workers` with its own `runworker` (channels has one) is an error."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The Prometheus metrics of one worker process (prometheus_client's default registry, which
-`runworker --metrics-port` serves, with the process's CPU and memory and any metric the
-project's handlers add).
-
-Counters count what this process did since it started: Prometheus sums them over the
-processes (`sum(rate(...))`) and takes a restart's reset in its stride, so they are exact
-across processes, which no figure read from the database could be (finished jobs and old
-minutes are pruned). The histograms are this process's too; held and running jobs are read
-from the workers at each scrape (`RuntimeCollector`).
-"""
+"""The Prometheus metrics of one worker process, in prometheus_client's default registry
+(served by `runworker --metrics-port`): counters and histograms of what this process did
+since it started, and its held and running jobs read at each scrape (`RuntimeCollector`).
+Why per-process counters: docs/design/processes.md."""
 
 from __future__ import annotations
 

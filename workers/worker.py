@@ -1,5 +1,7 @@
 """`Worker`: the settings of a worker for one queue, built with `with_*` calls or keyword
-arguments, and `run(stop)` (see runtime/run.py for what a run does)."""
+arguments (their defaults are in defaults.py), and `run(stop)`, which runs the queue's jobs
+until stopped. What a run does, thread by thread: runtime/run.py and
+docs/design/worker.md."""
 
 from __future__ import annotations
 
@@ -10,14 +12,11 @@ from datetime import timedelta
 from uuid import UUID
 
 from queues.api import JobQueue, PriorityWeights
-from queues.options import DEFAULT_LEASE, MAX_BATCH_SIZE
+from queues.options import MAX_BATCH_SIZE
 from queues.validation import validate_queue_name
-from workers.runtime.heartbeat import DEFAULT_CHECK_INTERVAL
+from workers import defaults
 from workers.runtime.rate_limit import RateLimit, RateLimiter
 from workers.runtime.throttle import Throttle, ThrottleConfig
-
-DEFAULT_POLL_INTERVAL = timedelta(seconds=1)
-DEFAULT_SHUTDOWN_GRACE_PERIOD = timedelta(seconds=30)
 
 
 @dataclass
@@ -66,18 +65,18 @@ class Worker:
         queue_name: str,
         handler,
         *,
-        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
-        batch_size: int = 1,
-        batch_concurrency: int = 1,
-        lease_duration: timedelta = DEFAULT_LEASE,
-        shutdown_grace_period: timedelta = DEFAULT_SHUTDOWN_GRACE_PERIOD,
+        poll_interval: timedelta = defaults.POLL_INTERVAL,
+        batch_size: int = defaults.BATCH_SIZE,
+        batch_concurrency: int = defaults.CONCURRENCY,
+        lease_duration: timedelta = defaults.LEASE,
+        shutdown_grace_period: timedelta = defaults.GRACE_PERIOD,
         rate_limit: RateLimit | None = None,
         throttle_config: ThrottleConfig | None = None,
         default_timeout: timedelta | None = None,
         priority_weights: PriorityWeights | None = None,
         burst: bool = False,
         claimed_by: UUID | None = None,
-        cancel_check_interval: timedelta | None = DEFAULT_CHECK_INTERVAL,
+        cancel_check_interval: timedelta | None = defaults.CANCEL_CHECK_INTERVAL,
     ) -> None:
         if not callable(handler):
             raise TypeError("handler must be callable")

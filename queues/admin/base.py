@@ -1,12 +1,13 @@
 """The admin's base classes for the engine's tables: junk in a request is a 400, rows are
 deleted through the engine (with its refusals), never by the cascade of Django's `delete()`,
-and a table keyed by queue name checks the name as the engine does."""
+a table keyed by queue name checks the name as the engine does, and the engine's own records
+are read-only. Also how an action reports: how many it did and the first refusal."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
+from django.contrib.admin import ActionLocation, helpers
 from django.contrib.admin.actions import delete_selected as django_delete_selected
 from django.core.exceptions import BadRequest, ValidationError
 from django.db import transaction
@@ -18,6 +19,35 @@ from queues.engine.queue import JobQueue
 from queues.exceptions import InvalidQueueName, QueueError
 from queues.models import JobDependency
 from queues.validation import validate_queue_name
+
+#: Where an action on a row is offered: the changelist and the row's own page.
+BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
+
+
+def each(modeladmin, request, rows, verb: str, call, *args, **kwargs) -> None:
+    """Call `call(row, *args, **kwargs)` for each row; report how many succeeded and the first
+    refusal."""
+    done, refused = 0, []
+    for row in rows:
+        try:
+            call(row, *args, **kwargs)
+            done += 1
+        except QueueError as exc:
+            refused.append(str(exc))
+    report(modeladmin, request, verb, done, refused)
+
+
+def report(modeladmin, request, verb: str, done: int, refused: list[str]) -> None:
+    if done:
+        modeladmin.message_user(request, f"{verb}: {done} done.", messages.SUCCESS)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        modeladmin.message_user(request, f"{verb} refused: {refused[0]}{more}", messages.ERROR)
+
+
+def report_acted(modeladmin, request, verb: str, result) -> None:
+    """Report a `JobsActed` (of `retry_jobs`, `cancel_jobs`...) as `each` reports."""
+    report(modeladmin, request, verb, len(result.done), result.refusals())
 
 
 class QueueNameForm(forms.ModelForm):
@@ -108,3 +138,16 @@ class EngineDeletes(GuardedAdmin):
         except QueueError as exc:
             self.message_user(request, f"Delete refused: {exc}", messages.ERROR)
             return None
+
+
+class ReadOnlyAdmin(GuardedAdmin):
+    """Rows written by the engine and the workers: looked at, never edited by hand."""
+
+    show_full_result_count = False
+    list_per_page = 50
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,18 +1,48 @@
-"""The admin of queue limits (`QueueConfig`): set through the engine (`queue_config`), as
-from the dashboard, with Django's add and change permissions of the table. A row is never
-deleted: a blank limit is no limit (the row stays, with who removed it and when)."""
+"""The admin of a queue's own rows, both set through the engine as from the dashboard: its
+pause (`QueuePause`: adding one pauses the queue, deleting it resumes the queue) and its
+limits (`QueueConfig`, never deleted: a blank limit is no limit, and the row keeps who
+removed it and when)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
-from queues.admin.base import GuardedAdmin, QueueNameForm
+from queues.admin.base import BOTH, GuardedAdmin, QueueNameForm, each
 from queues.engine.limits import check_max_running
 from queues.engine.queue import JobQueue
 from queues.engine.rates import check_rate
 from queues.exceptions import InvalidQueueConfig
-from queues.models import QueueConfig
+from queues.models import QueueConfig, QueuePause
+
+
+@admin.register(QueuePause)
+class QueuePauseAdmin(GuardedAdmin):
+    list_display = ["queue_name", "paused_by", "paused_at", "reason"]
+    search_fields = ["queue_name", "paused_by", "reason"]
+    fields = ["queue_name", "reason"]
+    form = QueueNameForm
+    actions = ["resume"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Pausing goes through the engine, as from the dashboard.
+        JobQueue().pause_queue(
+            obj.queue_name, paused_by=request.user.get_username(), reason=obj.reason or None
+        )
+
+    def delete_model(self, request, obj) -> None:
+        JobQueue().resume_queue(obj.queue_name, resumed_by=request.user.get_username())
+
+    def delete_queryset(self, request, queryset) -> None:
+        self.resume(request, queryset)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["queue_name"] if obj else []
+
+    @admin.action(description="Resume the selected queues", permissions=["change"], location=BOTH)
+    def resume(self, request, queryset):
+        names, by = queryset.values_list("queue_name", flat=True), request.user.get_username()
+        each(self, request, names, "Resume", JobQueue().resume_queue, resumed_by=by)
 
 
 class QueueConfigForm(QueueNameForm):

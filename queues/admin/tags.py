@@ -1,14 +1,6 @@
 """The admin's filters of jobs by tag and by queue, and what keeps its changelist fast on a
-million jobs.
-
-The filter is a text box, not a list of links: the distinct tags of a million jobs are a
-scan of the tags' index. Filtered by a tag, the changelist is ordered by the `JobTag` rows'
-copy of the creation time (the admin's default order, newest first), which their (tag,
-created_at, job) index gives in order: a page reads 50 index entries and 50 jobs by primary
-key, however many jobs carry the tag. Its count stops at COUNT_CAP (a count of every tagged
-job would read them all). With a status rarer than the tag, it reads along the status
-instead (`queues.reads.tag_plans`).
-"""
+million jobs: a tag is typed, not listed; a tagged page is read in order along the tags'
+index; its count stops at COUNT_CAP. See docs/design/tables.md."""
 
 from __future__ import annotations
 

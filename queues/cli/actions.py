@@ -1,10 +1,7 @@
 """The writing subcommands of `manage.py jobs`: `retry`, `cancel` and `delete` (of job ids,
-or of a filter's jobs after a count and a confirmation), `pause` and `resume`. Every write
-is the engine's: `retry_job` and `cancel_job` (a transaction per job: each may reach its
-dependents, batch and workflow), `delete_jobs` (a transaction per page of ids). A filter's
-jobs are read a page of ids at a time, so memory stays flat on any table. `--dry-run` reads
-the same jobs, asks the engine's rules (`transitions`) what it would do, and writes nothing.
-"""
+or of a filter's jobs after a count and a confirmation), `pause` and `resume`. Jobs are acted
+on a page of ids per transaction through `queues.ops.acting`; `--dry-run` asks the engine's
+rules (`transitions`) what it would do and writes nothing. See docs/design/cli.md."""
 
 from __future__ import annotations
 

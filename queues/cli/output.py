@@ -1,5 +1,6 @@
 """What `manage.py jobs` prints: jobs and attempts as JSON objects (every field) or as rows
-of a plain table, and progress on long runs (to stderr, so that stdout stays parseable)."""
+of a plain table, and progress on long runs (to stderr, so that stdout stays parseable).
+See docs/design/cli.md."""
 
 from __future__ import annotations
 

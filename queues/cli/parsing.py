@@ -1,5 +1,6 @@
 """The command line's values, checked before anything is read or written: each bad value is
-a `CommandError` that names it (never a traceback, and nothing changed)."""
+a `CommandError` that names it (never a traceback, and nothing changed).
+See docs/design/cli.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,18 @@
 """`manage.py jobs purge --older-than 30d`: delete the jobs that finished before then (and
-the batches and workflows that did, whole), a page of 1,000 ids per transaction through
-`JobQueue.delete_jobs`, after a count and a confirmation; `--dry-run` counts only. The rules
-of what is purged are `queues.ops.purging`'s."""
+the batches and workflows that did, whole), a page of ids per transaction through
+`JobQueue.delete_jobs`, after a count and a confirmation; `--dry-run` counts only. Every read
+goes through the queue's store, by `queues.ops.purging`'s rule. See docs/design/cli.md."""
 
 from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import QuerySet
 
 from queues.cli import output, parsing
 from queues.cli.actions import confirm
 from queues.cli.selection import Selection
+from queues.models import Job
 from queues.ops import purging
 
 MAX_BATCH = 10_000
@@ -20,11 +25,11 @@ def purge(command, queue, options) -> None:
         {"queue": options["queue"], "status": options["status"]}, finished_only=True
     )
     cutoff = queue.now() - age
-    rows = selection.finished(purging.purgeable(queue.using, cutoff))
+    rows = Filtered(cutoff, selection)
     # A filter narrows single jobs; batches and workflows go whole, on an unfiltered purge.
     with_groups = not selection.queue and not selection.statuses
-    groups = purging.finished_groups(queue.using, cutoff) if with_groups else []
-    count = rows.count()
+    groups = queue.store.finished_groups(cutoff) if with_groups else []
+    count = queue.store.count_selected(rows)
     group_jobs = sum(group.total_jobs for group in groups)
     what = f"{count:,} jobs that finished before {cutoff.isoformat(timespec='seconds')}"
     if selection.queue or selection.statuses:
@@ -51,6 +56,21 @@ def purge(command, queue, options) -> None:
     command.stdout.write(_summary(result))
     for reason in result.skipped_groups:  # a job of it started again meanwhile
         command.stderr.write(f"kept {reason}")
+
+
+class Filtered(purging.Purgeable):
+    """The purgeable jobs within the command line's filter (a store `Selection`)."""
+
+    def __init__(self, cutoff: datetime, selection: Selection) -> None:
+        super().__init__(cutoff)
+        self.selection = selection
+
+    def rows(self, using: str) -> QuerySet:
+        return self.selection.finished(super().rows(using))
+
+    def matches(self, job: Job) -> bool:
+        # The filter holds no age (the purge's is the cutoff), so the time it is given is unused.
+        return super().matches(job) and self.selection.matches(job, self.cutoff)
 
 
 def _summary(result: purging.PurgeResult) -> str:

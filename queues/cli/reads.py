@@ -1,5 +1,6 @@
 """The reading subcommands of `manage.py jobs`: `list`, `show` and `stats`. They write
-nothing; `stats` reads the trigger-kept counts (a few rows, never a scan of the jobs)."""
+nothing; `stats` reads the trigger-kept counts (a few rows, never a scan of the jobs).
+See docs/design/cli.md."""
 
 from __future__ import annotations
 

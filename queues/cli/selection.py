@@ -1,10 +1,7 @@
 """Which jobs a filter of the command line selects (`--queue`, `--status`, `--tag`,
 `--older-than`, `--newer-than`): one `Selection`, read by `list` and acted on, a page of ids
-at a time, by `retry`, `cancel`, `delete` and `purge`.
-
-Age is counted from a job's creation (its `created_at`), except in `purge`, which counts
-from when the job finished (`queues.ops.purging`).
-"""
+at a time, by `retry`, `cancel`, `delete` and `purge`. Age counts from a job's creation,
+except in `purge`, which counts from when it finished. See docs/design/cli.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The history's bar chart, drawn as SVG by the server (no chart library, no script): one
-stacked bar a bucket (completed at the bottom, retried, then failed on top), each bar a
-group with a <title> that a pointer's hover (or a screen reader) tells: the bucket's time
-and its three exact numbers. The chart as a whole is an image whose label sums it up.
-Every text in it goes through format_html: queue names are user data."""
+stacked bar a bucket (completed, retried, failed), each with a <title> that a hover or a
+screen reader tells. Every text is escaped: queue names are user data.
+See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""A workflow's dependency graph drawn as SVG by the server: each job a box (its short id,
-queue and status, a link to its page), each dependency an arrow from the job waited for to
-the job that waits. Layered left to right: a job's column is the length of the longest
-chain of dependencies before it, so every arrow points rightwards; within a column, jobs in
-creation order. Bounded like the workflow's list (its first `groups.JOBS_LIMIT` jobs);
-an edge to a job beyond them is left out."""
+"""A workflow's dependency graph drawn as SVG by the server: each job a box linking to its
+page, each dependency an arrow from the job waited for to the job that waits. Layered left to
+right by the longest chain of dependencies before a job, so every arrow points rightwards;
+bounded to the workflow's first `groups.JOBS_LIMIT` jobs. See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

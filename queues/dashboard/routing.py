@@ -1,13 +1,8 @@
 """The dashboard's WebSocket routes, for the project's ASGI router (channels):
-
-    URLRouter([*queues.routing.websocket_urlpatterns, *your_routes])
-
-A page opens its socket at the dashboard's mount followed by `ws/dashboard/` (and the page's
-name for the pages other than the overview), e.g. `/ops/jobs/ws/dashboard/workers/` when
-the project includes `queues.urls` at `ops/jobs/`. The route accepts any mount before that
-suffix, so the socket follows the pages wherever they are included, and a router nested
-under a prefix (`path("ops/jobs/", URLRouter(websocket_urlpatterns))`) works too.
-"""
+`URLRouter([*queues.routing.websocket_urlpatterns, *your_routes])`. A page's socket is its
+mount followed by `ws/dashboard/` (and the page's name), so it follows the pages wherever
+they are included; `socket_url` says where a page opens it, or that it polls.
+See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,3 +1,7 @@
+"""The dashboard's URLs, namespace `dashboard`: its pages, then its actions (POST only).
+Projects include them through `queues.urls` (`include("queues.urls")`); the WebSocket routes
+are in `routing`. See docs/design/dashboard.md."""
+
 from __future__ import annotations
 
 from django.urls import path

@@ -1,26 +1,18 @@
-"""Deleting a batch or a workflow: each of its jobs is deleted as `JobQueue.delete_job` deletes
-one (its dependency edges with it, the dependents outside the group that waited only for it
-released), then the group's row. So a group is deleted only when each of its jobs can be: while
-any is Running (a handler is working on it) the deletion is refused and nothing changes.
-
-Many jobs at once: `JobQueue.delete_jobs` deletes a batch of ids in one transaction, with the
-same refusals, and answers with a `JobDeletion` (`manage.py jobs delete` and `purge`).
-
-This is what the admin's "delete" of a Batch or a Workflow does, instead of the cascade of
-their foreign keys, which removed Running jobs behind the engine's back and left the
-dependents of deleted jobs waiting for ever.
-"""
+"""Deleting a batch or a workflow through the store: each of its jobs as `JobQueue.delete_jobs`
+deletes them (edges, history, dependents outside released), then the group's row, in one
+transaction; refused, and nothing changed, while any job is Running. Also `JobDeletion`, the
+answer of `delete_jobs`. See docs/design/maintenance.md."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from django.db import transaction
-
 from queues.engine import transitions
 from queues.exceptions import InvalidJobTransition, JobNotFound
 from queues.models import Batch, Job, Workflow
+from queues.store import Store, sql_store
+from queues.store.base import Match
 
 
 @dataclass
@@ -36,10 +28,13 @@ class JobDeletion:
 _GROUPS = {Batch: ("batch", "batch_id"), Workflow: ("workflow", "workflow_id")}
 
 
-def refusal(group: Batch | Workflow, using: str = "default") -> str | None:
-    """Why `group` cannot be deleted now (one of its jobs cannot be), or None."""
+def refusal(group: Batch | Workflow, store: Store | None = None) -> str | None:
+    """Why `group` cannot be deleted now (one of its jobs cannot be), or None; read through
+    `store` (default: the SQL store of the group's database)."""
     kind, column = _GROUPS[type(group)]
-    reason = transitions.first_refusal(transitions.DELETE, _jobs(using, column, group.id))
+    store = store or sql_store(group._state.db or "default")
+    jobs = store.find_jobs(Match(**{column: group.id}))
+    reason = transitions.first_refusal(transitions.DELETE, _in_id_order(jobs))
     return None if reason is None else f"{kind} {group.name!r}: {reason}"
 
 
@@ -48,25 +43,23 @@ def delete_group(queue, group: Batch | Workflow) -> None:
     `InvalidJobTransition` (and nothing deleted) while one of its jobs is Running."""
     model = type(group)
     kind, column = _GROUPS[model]
-    using = queue.using
-    with transaction.atomic(using=using):
+    store = queue.store
+
+    def work() -> None:
         # The engine's lock order: job rows (in id order) before batch and workflow rows.
-        jobs = list(_jobs(using, column, group.id).select_for_update())
-        rows = model.objects.using(using).select_for_update().filter(id=group.id)
-        if not list(rows.values_list("id", flat=True)):
+        jobs = _in_id_order(store.lock_jobs(Match(**{column: group.id})))
+        if store.lock_group(model, group.id) is None:
             raise JobNotFound(f"no {kind} {group.id}")
         reason = transitions.first_refusal(transitions.DELETE, jobs)
         if reason is not None:
             raise InvalidJobTransition(f"{kind} {group.name!r} cannot be deleted: {reason}")
-        for job in jobs:
-            queue.delete_job(job.id)
-        rows.delete()
+        if jobs:
+            queue.delete_jobs([job.id for job in jobs])
+        store.delete_group(model, group.id)
+
+    store.atomic(work)
 
 
-def _jobs(using: str, column: str, group_id: UUID):
-    return (
-        Job.objects.using(using)
-        .filter(**{column: group_id})
-        .order_by("id")
-        .only("id", "status", "cron_schedule")
-    )
+def _in_id_order(jobs: list[Job]) -> list[Job]:
+    """Sorted as the queue sorts ids (the store's own order may differ: MariaDB's)."""
+    return sorted(jobs, key=lambda job: str(job.id))

@@ -1,16 +1,7 @@
-"""What a write does to the jobs around it, written once over the store and in the same
-transaction: dependents released or failed, workflow failure policies, fail-fast batches, and
-the tallies of batches and workflows.
-
-The outcomes of a claim take their effects together (`record_all`), as if written one by
-one in the claim's order: the dependents of all its completed jobs are released with one
-read of the edges, the Pending jobs of a fail-fast workflow or batch are locked once, and
-each batch and workflow row is locked and written once with the claim's whole change. An
-outcome written alone is a claim of one job: the same code.
-
-Lock order, to keep concurrent outcomes free of deadlocks: the jobs' own rows (locked by
-their fenced write), then other jobs' rows in id order, then batch and workflow rows last,
-each once, batches before workflows, in the order of their ids' text (`apply_tallies`).
+"""What a write does to the jobs around it, in its transaction: dependents released or failed,
+workflow failure policies, fail-fast batches, and the tallies of batches and workflows. A
+claim's outcomes take their effects together (`record_all`), in a fixed lock order: see
+docs/design/engine.md ("Effects and tallies").
 """
 
 from __future__ import annotations

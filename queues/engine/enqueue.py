@@ -1,9 +1,7 @@
-"""What an enqueue writes, written once over the store (`JobQueue` inherits it): new jobs
-checked, their unique keys taken (`queues.engine.unique`), their dependencies settled, their
-batch's or workflow's tallies, all in one transaction.
-
-A job without a unique key costs nothing for them: no read before its insert, and no
-savepoint around it.
+"""What an enqueue writes (`Enqueues`, mixed into `JobQueue`): new jobs checked, their unique
+keys taken (`unique`), their dependencies settled and their batch's or workflow's tallies
+moved, in one transaction. A job without a unique key pays nothing for keys: no read before
+its insert, no savepoint. See docs/design/engine.md ("Enqueues").
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ from django.db import IntegrityError
 from queues import signals
 from queues.clock import SystemClock
 from queues.engine import effects, unique
+from queues.engine.core import QueuePart
 from queues.engine.tallies import Change, empty_group_fields
 from queues.engine.unique import EnqueueResult
 from queues.exceptions import InvalidBatch, InvalidJob, InvalidWorkflow
@@ -26,8 +25,8 @@ from queues.store import Match
 from queues.validation import prepare_jobs
 
 
-class Enqueues:
-    """The enqueues; the queue gives them `store`, `now()`, `clock` and `_atomic`."""
+class Enqueues(QueuePart):
+    """`JobQueue`'s enqueues."""
 
     def enqueue(self, job: Job) -> UUID:
         """Insert one job; the id of the job that holds its unique key if one does."""

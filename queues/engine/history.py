@@ -1,70 +1,17 @@
-"""The error history: its table (`FailedAttempt`, one row per failed attempt), and which
-ends of a run write a row and what it holds. The rules only; the queue writes the rows
-through its store, in the transaction of the write that ends the attempt (one INSERT for
-every failure of a write).
-
-A row is written for every run that ends without completing: the handler's failure or
-time-out (`JobOutcome.failed`, `.dead`, `.timed_out`, `.retry` with an error), the reaper's
-and the lifeline's rescues, a fail-fast batch's cancellation, and an operator's cancel, mark
-dead or retry of a Running job. A retry without an error (a handler that reschedules itself)
-did not fail and writes none; nor does a completion, or an operator's action on a job that
-is not running (no attempt ended).
-"""
+"""The error history's rules: which ends of a run write a `FailedAttempt` row, and what it
+holds. Every run that ends without completing writes one (a failure, a time-out, a rescue,
+an operator's action on a Running job); the queue writes the rows through its store, in the
+transaction of the write that ends the attempt. See docs/design/tables.md."""
 
 from __future__ import annotations
 
 import os
 import socket
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.db import models
-
-from queues.enums import AttemptEnd, HandlerEnd, JobStatus
+from queues.enums import AttemptEnd, JobStatus
+from queues.models import FailedAttempt
 from queues.text import storable_label
-
-
-class FailedAttempt(models.Model):
-    """One failed attempt of a job, in the error history: what ended it and when, the
-    worker that ran it, the error, the exception's class and its traceback. Written in the
-    transaction that ends the attempt (one INSERT for all the failures of a write), deleted
-    with its job and pruned with the finished jobs. A table rather than a list on the job:
-    a claim returns the job's row, which then would carry every earlier traceback."""
-
-    job = models.ForeignKey("queues.Job", on_delete=models.CASCADE, related_name="failed_attempts")
-    attempt = models.PositiveIntegerField()
-    failed_at = models.DateTimeField()
-    ended_by = models.CharField(max_length=16, choices=AttemptEnd.choices)
-    #: The job's status once the attempt ended (Pending: it is retried).
-    status = models.CharField(max_length=16, choices=JobStatus.choices)
-    error = models.TextField(null=True, blank=True)
-    exception_class = models.CharField(max_length=255, null=True, blank=True)
-    traceback = models.TextField(null=True, blank=True)
-    #: The process that ran the handler ("host:pid"), when the writer of the row knew it.
-    worker = models.CharField(max_length=255, null=True, blank=True)
-    #: The claim's `WorkerProcess` id (`Job.claimed_by`).
-    worker_process = models.UUIDField(null=True, blank=True)
-    #: The run the attempt was: a worker whose run was taken away notes on this row how
-    #: its handler ended.
-    run_token = models.UUIDField(null=True, blank=True)
-    handler_end = models.CharField(max_length=8, choices=HandlerEnd.choices, null=True, blank=True)
-    handler_ended_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["job", "id"]
-        # The pruner deletes old rows (a recurring job's history grows without its job
-        # ever being pruned).
-        indexes = [models.Index(fields=["failed_at"], name="failed_attempt_failed_at")]
-
-    def __str__(self) -> str:
-        return f"{self.job_id} attempt {self.attempt} ({self.get_ended_by_display()})"
-
-    @property
-    def handler_took(self):
-        """How long after the attempt ended its handler did (see `handler_end`), or None."""
-        if self.handler_ended_at is None:
-            return None
-        return max(self.handler_ended_at - self.failed_at, timedelta(0))
-
 
 #: The ends of a run that its own worker records (the writer is the process that ran it).
 _BY_THE_RUNNER = (AttemptEnd.ERROR, AttemptEnd.TIMEOUT)

@@ -1,22 +1,7 @@
-"""Per-queue limits: `max_running`, the most jobs of a queue Running at once across every
-worker process and host, and `rate`, the most jobs claimed per window (queues.engine.rates), both
-kept in the queue's `QueueConfig` row and enforced in the claim.
-
-A claim of a limited queue is one transaction: it locks the queue's config row (SELECT ...
-FOR UPDATE; on SQLite the claim's IMMEDIATE transaction is the lock), counts the queue's
-Running jobs (claimed, started or not) and claims at most `max_running` less that count.
-The limited claims of a queue so take turns on its row, and each counts, in a statement of
-its own after the lock is held, what the claims before it committed. A queue with a rate
-refills and spends the row's bucket in the same transaction. Jobs leave Running
-(completion, release, the reaper) without the lock: that can only make a count too high for
-a moment, never too low. Jobs Running with an expired lease (their worker died) count until
-the reaper takes them back.
-
-An unlimited queue's claim stays what it was, statement for statement. Which queues have a
-limit is read from the table at most once every `REFRESH` seconds in a process (for each
-database alias and queue): a limit set on a queue that had none reaches the other processes
-within that time (this one at once), and until then they claim as before. A changed or
-removed limit applies from the next claim, which reads it under the lock.
+"""Per-queue limits (`Limits`, mixed into `JobQueue`): `max_running`, the most jobs of a queue
+Running at once across every process and host, and `rate` (`rates`), both kept in the
+queue's `QueueConfig` row and enforced in the claim, under that row's lock. An unlimited
+queue's claim is untouched. See docs/design/engine.md ("Limits and rates").
 """
 
 from __future__ import annotations
@@ -26,6 +11,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from queues.engine.core import QueuePart
 from queues.engine.rates import check_rate, next_window, tokens_at
 from queues.exceptions import InvalidQueueConfig
 from queues.models import Job, QueueConfig
@@ -86,14 +72,21 @@ def shared_cache(using: str) -> LimitCache:
         return _SHARED.setdefault(using, LimitCache())
 
 
-class Limits:
-    """`JobQueue`'s limits (a mixin): the configuration call and the limited claim."""
+class Limits(QueuePart):
+    """`JobQueue`'s limits: the configuration call and the limited claim."""
 
     _limit_cache: LimitCache
     #: The limit each queue's last claim stopped at (by this queue object), if it did.
     _stopped_at: dict[str, int]
     #: When the next window of each queue's rate opens, if its last claim ran out of tokens.
     _rate_until: dict[str, object]
+
+    def _setup_limits(self, cache: LimitCache) -> None:
+        """The state of a new queue object: what it knows of which queues have a limit
+        (`cache`: the process's, shared by the queues of a database alias, or its own)."""
+        self._limit_cache = cache
+        self._stopped_at = {}
+        self._rate_until = {}
 
     def queue_config(
         self,

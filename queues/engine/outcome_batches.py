@@ -1,16 +1,7 @@
-"""The outcomes of a worker's write, recorded together, not one by one
-(`record_outcomes`), by claim token:
-
-- plain completions (of jobs with no schedule, each with its result): one catalogue
-  statement per claim (`complete_runs`), fenced, which says which runs were still this
-  run's and which have dependents;
-- every other outcome (a retry, a failure, a recurring job's completion, which sets its
-  next run): one locking read fences the runs (`lock_runs`: which are still this run's,
-  and which have dependents), then one UPDATE per shape of outcome gives each row its own
-  values (`update_each`). The rules are `plan_outcome`'s, as for an outcome written alone.
-
-The effects on the jobs and groups around them (`effects.record_all`) are taken once for
-the whole write, after every outcome of it.
+"""The outcomes of a worker's write, recorded together by claim token (`record_outcomes`):
+plain completions with one fenced statement per claim, the other outcomes with one locking
+read and one UPDATE per shape, then the effects of them all at once. The rules are
+`plan_outcome`'s. See docs/design/engine.md ("Runs").
 """
 
 from __future__ import annotations
@@ -21,6 +12,7 @@ from uuid import UUID
 
 from queues import signals
 from queues.engine import effects, history
+from queues.engine.core import QueueCore
 from queues.engine.outcomes import JobOutcome, Plan, RecordedOutcome, plan_outcome
 from queues.enums import JobStatus
 from queues.models import FailedAttempt, Job
@@ -30,7 +22,7 @@ _COMPLETED = Plan(JobStatus.COMPLETED, {}, terminal_failure=False, completed=Tru
 
 
 def record_outcomes(
-    queue, finished: Sequence[tuple[Job, JobOutcome]], now: datetime, attempts: list
+    queue: QueueCore, finished: Sequence[tuple[Job, JobOutcome]], now: datetime, attempts: list
 ) -> list[RecordedOutcome | None]:
     """Record the outcomes of `finished` in the caller's transaction: each one's answer
     (None: a stale run, or no run), in order; the history rows of the failures go to
@@ -67,7 +59,7 @@ def has_effects(job: Job, has_dependents: bool) -> bool:
 
 
 def _record_each(
-    queue,
+    queue: QueueCore,
     finished: Sequence[tuple[Job, JobOutcome]],
     indexes: list[int],
     token: UUID,
@@ -110,7 +102,7 @@ def _record_each(
         signals.run_ended(store, type(queue), job, outcome, plan.status, attempt, started_at, now)
 
 
-def _complete(queue, finished, indexes, token, now, results, grouped, with_dependents):
+def _complete(queue: QueueCore, finished, indexes, token, now, results, grouped, with_dependents):
     """The plain completions of `finished` at `indexes` (runs of the claim `token`): one
     statement for them all; answers and effects as `_record_each`'s. A job listed twice is
     written once, and its effects taken once."""

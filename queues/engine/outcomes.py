@@ -1,5 +1,7 @@
 """What a run's outcome writes (and what the reaper's and the operators' transitions write):
-the rules, with no store. The queue writes the fields a plan gives, fenced by the run."""
+the rules, with no store. The queue writes the fields a plan gives, fenced by the run's
+token (see docs/design/engine.md, "Fencing with run tokens").
+"""
 
 from __future__ import annotations
 

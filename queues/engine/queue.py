@@ -1,10 +1,7 @@
-"""`JobQueue`: the queue's orchestration, written once over a store (`engine.base.Store`): on
-one Django database (PostgreSQL, MySQL/MariaDB or SQLite) through the SQL store, in memory
-through `TestQueue`'s.
-
-Every method is one transaction (or one statement). The rules are pure modules (`validation`,
-`outcomes`, `groups`, `tallies`), what a write does to the jobs around it is `effects`, and
-the writes of runs are `runs`; the store only reads and writes rows.
+"""`JobQueue`: the queue, composed of its parts over a store (one Django database through the
+SQL store; memory under `TestQueue`). It holds the claim, pauses and reads; the writes are
+its parts' (`Enqueues`, `Runs`, `Limits`, `Operators`, ...), each typed against `QueueCore`.
+Every method is one transaction or one statement. See docs/design/engine.md.
 """
 
 from __future__ import annotations
@@ -13,70 +10,54 @@ import random
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
-
-from django.db import IntegrityError
 
 from queues import signals
 from queues.clock import SYSTEM_CLOCK
-from queues.engine import (
-    effects,
-    history,
-    limits,
-    operator_batches,
-    schedule_sync,
-    transitions,
-    unique,
-)
-from queues.engine.deletion import JobDeletion
+from queues.engine.deletes import Deletes
 from queues.engine.enqueue import Enqueues
-from queues.engine.limits import Limits
-from queues.engine.operator_batches import RETRIED_RUNNING, JobsActed
-from queues.engine.outcomes import (
-    StaleJobRecovery,
-    fail_for_good_fields,
-    reaper_outcome,
-    retry_fields,
-)
+from queues.engine.limits import LimitCache, Limits, shared_cache
+from queues.engine.operators import Operators
 from queues.engine.recurring import RecurringRuns
 from queues.engine.runs import Runs
-from queues.engine.schedule_sync import ScheduleSync
-from queues.enums import FAILURE_STATUSES, AttemptEnd, JobStatus
-from queues.exceptions import InvalidJobTransition, JobNotFound
+from queues.engine.schedule_sync import DeclaredSchedules
+from queues.enums import FAILURE_STATUSES, JobStatus
+from queues.exceptions import JobNotFound
 from queues.groups import BatchResult
 from queues.models import Batch, FailedAttempt, Job, QueuePause
 from queues.options import DequeueOptions
-from queues.schedules import Schedule, declared
 from queues.store import ClaimParams, Match, Store, sql_store
 from queues.store.base import age_key, claim_key
 from queues.tags import check_tag
 from queues.text import storable_label, storable_or_none
-from queues.validation import check_retry_time, parse_job_id, validate_queue_name
+from queues.validation import parse_job_id, validate_queue_name
 
-REAPER_BATCH = 500
 #: How many claims whose call raised a queue remembers (by run token): each may have been
 #: committed before its reply was lost, and a retry with its token then looks for its jobs.
 UNSURE_CLAIMS = 64
 
 
-class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
+class JobQueue(Enqueues, Runs, Limits, Operators, Deletes, RecurringRuns, DeclaredSchedules):
+    """The queue of one database alias: the claim, pauses and reads, and the parts it is
+    composed of, to which it gives what `QueueCore` declares."""
+
     def __init__(self, using: str = "default", clock=None, rng: random.Random | None = None):
         self.using = using
-        self._setup(clock or SYSTEM_CLOCK, rng, store=None)
-        self._limit_cache = limits.shared_cache(using)
+        self._setup(clock or SYSTEM_CLOCK, rng, None, shared_cache(using))
 
-    def _setup(self, clock, rng: random.Random | None, store: Store | None) -> None:
+    def _setup(
+        self, clock, rng: random.Random | None, store: Store | None, limit_cache=None
+    ) -> None:
+        """The state of a new queue; `store` None: found on first use, `limit_cache` None:
+        its own (a `TestQueue`'s)."""
         self.clock = clock
         self.rng = rng or random.Random()
         self._store = store
         self._unsure: OrderedDict[UUID, None] = OrderedDict()
         self._unsure_lock = threading.Lock()
-        self._limit_cache = limits.LimitCache()
-        self._stopped_at: dict[str, int] = {}
-        self._rate_until: dict[str, object] = {}
+        self._setup_limits(limit_cache or LimitCache())
 
     def __repr__(self) -> str:
         return f"JobQueue(using={self.using!r})"
@@ -208,40 +189,6 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
         jobs = self.dequeue(queue_name, options)
         return jobs[0] if jobs else None
 
-    # Reaper -----------------------------------------------------------------------------
-    def requeue_stale_jobs(
-        self, queue_name: str | None = None, ran_by: str = ""
-    ) -> StaleJobRecovery:
-        """Take back Running jobs whose lease expired: Pending again, or Dead when their
-        attempts are used up. Records a `ReaperRun`."""
-        if queue_name is not None:
-            validate_queue_name(queue_name)
-        recovery = StaleJobRecovery()
-        now = self.now()
-
-        def one_pass() -> int:
-            attempts: list[FailedAttempt] = []
-            expired = self.store.lock_expired_leases(now, queue_name, REAPER_BATCH)
-            found = self.store.find_jobs(Match(ids=[job_id for job_id, _ in expired]))
-            jobs = {job.id: job for job in found}
-            # Equal lease expiries (a batch claim) are taken in id order on every vendor, so
-            # which of them a fail-fast failure reaches first does not depend on the database.
-            expired.sort(key=lambda pair: (_lease_of(jobs, pair[0]), str(pair[0])))
-            for job_id, token in expired:
-                job = jobs.get(job_id)
-                if job is None or job.run_token != token:
-                    continue
-                recorded = self._record(job, reaper_outcome(job, now), now, attempts)
-                if recorded is not None:
-                    recovery.note(job_id, recorded)
-            self._insert_attempts(attempts)
-            return len(expired)
-
-        while self._atomic(one_pass) == REAPER_BATCH:
-            pass
-        self.store.insert_reaper_run(recovery.row(now, ran_by, queue_name))
-        return recovery
-
     # Pause ------------------------------------------------------------------------------
     def pause_queue(self, queue_name: str, paused_by: str | None = None, reason: str | None = None):
         validate_queue_name(queue_name)
@@ -261,7 +208,7 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
         validate_queue_name(queue_name)
         return self.store.is_paused(queue_name)
 
-    # Operators --------------------------------------------------------------------------
+    # Rows -------------------------------------------------------------------------------
     def get_job(self, job_id: UUID | str) -> Job | None:
         jobs = self.store.find_jobs(Match(ids=[parse_job_id(job_id)]), limit=1)
         return jobs[0] if jobs else None
@@ -271,170 +218,6 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
         if not jobs:
             raise JobNotFound(f"no job {job_id}")
         return jobs[0]
-
-    def _update(self, job: Job, fields: dict) -> None:
-        self.store.update_jobs(Match(ids=[job.id]), fields)
-
-    def enable_recurring_job(self, job_id: UUID | str) -> None:
-        self._set_recurring(job_id, True)
-
-    def disable_recurring_job(self, job_id: UUID | str) -> None:
-        self._set_recurring(job_id, False)
-
-    def _set_recurring(self, job_id, enabled: bool) -> None:
-        def work():
-            job = self._locked(job_id)
-            transitions.check(transitions.RECURRING, job)
-            self._update(job, {"recurring": enabled})
-
-        self._atomic(work)
-
-    def retry_job(self, job_id: UUID | str, at: datetime | None = None) -> None:
-        """Back to Pending, scheduled at `at` (default now). A terminal job gets its attempts
-        back; a Running job's current run is fenced out."""
-        check_retry_time(at)
-        now = self.now()
-        try:
-            self._atomic(lambda: self._retry_one(job_id, at or now, now))
-        except IntegrityError as exc:  # an enqueue took the key it was taking back
-            raise InvalidJobTransition(f"another job took the unique key of job {job_id}") from exc
-
-    def retry_jobs(
-        self,
-        job_ids: Iterable[UUID | str],
-        at: datetime | None = None,
-        where: Callable[[Job], bool] | None = None,
-    ) -> JobsActed:
-        """`retry_job` on those of `job_ids` it applies to and, if given, `where` holds for
-        once locked, in one transaction and a few statements for them all
-        (`queues.engine.operator_batches`)."""
-        check_retry_time(at)
-        now = self.now()
-        return operator_batches.retry(self, job_ids, at or now, now, where)
-
-    def _retry_one(self, job_id, at: datetime, now: datetime) -> None:
-        job = self._locked(job_id)
-        blocked = lambda: bool(self.store.blocked([job.id]))  # noqa: E731
-        fields = retry_fields(job, at, blocked)
-        self._update(job, {**fields, **unique.retake(self.store, job, now)})
-        self._note_ended_run(job, AttemptEnd.RETRIED, JobStatus.PENDING, RETRIED_RUNNING, now)
-        change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
-        effects.apply_tallies(self.store, [change], now)
-        self._announce_operator(job, fields, JobStatus.PENDING, now)
-
-    def cancel_job(self, job_id: UUID | str, reason: str = "Cancelled by an operator") -> None:
-        """Fail a Pending or Running job for good (a running handler's outcome is then
-        discarded); its dependents, workflow and fail-fast batch react as to any failure."""
-        self._fail_for_good(job_id, JobStatus.FAILED, reason)
-
-    def cancel_jobs(
-        self,
-        job_ids: Iterable[UUID | str],
-        reason: str = "Cancelled by an operator",
-        where: Callable[[Job], bool] | None = None,
-    ) -> JobsActed:
-        """`cancel_job` on those of `job_ids` it applies to and `where` holds for, in one
-        transaction (`queues.engine.operator_batches`)."""
-        return operator_batches.fail_for_good(self, job_ids, JobStatus.FAILED, reason, where)
-
-    def mark_job_dead(self, job_id: UUID | str, reason: str = "Marked dead by an operator") -> None:
-        self._fail_for_good(job_id, JobStatus.DEAD, reason)
-
-    def mark_jobs_dead(
-        self,
-        job_ids: Iterable[UUID | str],
-        reason: str = "Marked dead by an operator",
-        where: Callable[[Job], bool] | None = None,
-    ) -> JobsActed:
-        """`mark_job_dead` on many jobs, as `cancel_jobs`."""
-        return operator_batches.fail_for_good(self, job_ids, JobStatus.DEAD, reason, where)
-
-    def _fail_for_good(self, job_id, status: JobStatus, reason: str) -> None:
-        now = self.now()
-        self._atomic(lambda: self._fail_one(job_id, status, reason, now))
-
-    def _fail_one(self, job_id, status: JobStatus, reason: str, now: datetime) -> None:
-        end = AttemptEnd.CANCELLED if status == JobStatus.FAILED else AttemptEnd.MARKED_DEAD
-        job = self._locked(job_id)
-        old = job.status
-        fields = fail_for_good_fields(job, status, reason, now)
-        self._update(job, fields)
-        self._note_ended_run(job, end, status, fields["error_message"], now)
-        job.status = status
-        _, more = effects.after_terminal_failure(self.store, job, now)
-        changes = [(job.batch_id, job.workflow_id, old, status), *more]
-        effects.apply_tallies(self.store, changes, now)
-        self._announce_operator(job, fields, status, now)
-
-    def _announce_operator(self, job: Job, fields: dict, status: str, now) -> None:
-        """The signal of an operator's action on `job` (sent once it commits)."""
-        attempt, started_at = job.attempts, job.started_at
-        for name, value in fields.items():
-            setattr(job, name, value)
-        signals.operator_acted(self.store, type(self), job, status, attempt, started_at, now)
-
-    def _note_ended_run(self, job: Job, end: str, status: str, reason, now) -> None:
-        """An operator's action ended the run of `job` (if it was Running): its history
-        row, on which its worker notes later how the handler ended."""
-        row = history.operator_row(job, end, status, reason, now)
-        if row is not None:
-            self.store.insert_attempts([row])
-
-    def delete_job(self, job_id: UUID | str) -> None:
-        """Delete a job that is not Running (and its dependency edges)."""
-
-        def work():
-            job = self._locked(job_id)
-            transitions.check(transitions.DELETE, job)
-            self._delete_locked([job], self.now())
-
-        self._atomic(work)
-
-    def delete_jobs(
-        self, job_ids: Iterable[UUID | str], where: Callable[[Job], bool] | None = None
-    ) -> JobDeletion:
-        """Delete, in one transaction, those of `job_ids` that `delete_job` would delete
-        (not Running) and, if given, `where` holds for once locked (the condition of a
-        selection, asked again: a job retried meanwhile is kept). For a batch of ids at a
-        time: `manage.py jobs delete` and `purge` call it 1,000 ids at a time."""
-        ids = sorted({parse_job_id(job_id) for job_id in job_ids}, key=str)
-        now = self.now()
-
-        def work() -> JobDeletion:
-            locked = self.store.lock_jobs(Match(ids=ids)) if ids else []
-            result = JobDeletion(missing=len(ids) - len(locked))
-            doomed = []
-            for job in sorted(locked, key=lambda job: str(job.id)):
-                if transitions.refusal(transitions.DELETE, job) is not None:
-                    result.refused.append(job.id)
-                elif where is not None and not where(job):
-                    result.kept.append(job.id)
-                else:
-                    doomed.append(job)
-            if doomed:
-                self._delete_locked(doomed, now)
-            result.deleted = [job.id for job in doomed]
-            return result
-
-        return self._atomic(work)
-
-    def _delete_locked(self, jobs: list[Job], now: datetime) -> None:
-        """Delete `jobs` (locked, each deletable) with their edges and history; release the
-        dependents that waited only for them and take them off their groups' tallies."""
-        ids = [job.id for job in jobs]
-        orphans = self.store.dependents(ids) - set(ids)
-        self.store.delete_jobs(Match(ids=ids))
-        # Dependents that waited only for these jobs can run now.
-        effects.release_waiting(self.store, orphans)
-        changes = [(job.batch_id, job.workflow_id, job.status, None) for job in jobs]
-        effects.apply_tallies(self.store, changes, now)
-
-    # Declared schedules -----------------------------------------------------------------
-    def sync_schedules(self, schedules: Iterable[Schedule] | None = None) -> ScheduleSync:
-        """Bring the rows of declared schedules in line with `schedules` (default: those of
-        `HAMMERWEB["SCHEDULES"]`): created, updated in place, the removed ones disabled."""
-        found = declared() if schedules is None else list(schedules)
-        return schedule_sync.sync(self, found)
 
     # Reads ------------------------------------------------------------------------------
     def get_job_attempts(self, job_id: UUID | str) -> list[FailedAttempt]:
@@ -470,10 +253,3 @@ class JobQueue(Enqueues, Runs, Limits, RecurringRuns):
             failed = Match(batch_id=batch.id, status=FAILURE_STATUSES)
             errors = {job.id: job.error_message for job in self.store.find_jobs(failed, limit=1000)}
         return BatchResult.of(batch, errors)
-
-
-def _lease_of(jobs, job_id):
-    job = jobs.get(job_id)
-    return (
-        job.lease_expires_at if job and job.lease_expires_at else datetime.max.replace(tzinfo=UTC)
-    )

@@ -1,17 +1,7 @@
 """Per-queue rates: `queue_config(name, rate=(N, seconds))`, at most N jobs of the queue
-claimed in each window of that many seconds, across every worker process and host.
-
-The rate is a bucket of N tokens kept in the queue's `QueueConfig` row: refilled to N when
-a claim is the first of a new window, and spent by each job a claim takes. Both happen in
-the limited claim's transaction, under the config row's lock (queues.engine.limits), so the claims
-of every process take turns on one bucket and no window gives out more than N.
-
-The windows are aligned to the Unix epoch (a window of 60 s starts at each whole minute),
-so that every process and host, each reading its own clock, agrees on them; a host whose
-clock lags the row's window spends from that window and never refills it early. A window
-counts claims, not run time: a job released unstarted (a worker stopping) keeps its token
-spent. N claims at the very end of one window and N at the start of the next can fall
-within one window's length: the guarantee is per window, as the windows fall.
+claimed in each window of that many seconds, across every process and host. A bucket of N
+tokens in the queue's `QueueConfig` row, refilled and spent in the limited claim (`limits`);
+windows aligned to the Unix epoch. See docs/design/engine.md ("Limits and rates").
 """
 
 from __future__ import annotations

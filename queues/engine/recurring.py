@@ -1,14 +1,6 @@
-"""What an operator does with a recurring job besides enabling and disabling it: run it once
-now, and see when it runs next.
-
-"Run now" enqueues a one-off copy of the recurring row (its queue, payload, priority,
-attempts, timeout, retry strategy, tags and meta), due at once: the row itself, its
-`next_run_at` and its catch-up rule are left alone, so the schedule goes on as if nothing
-happened (as GoodJob's "enqueue now" of a cron entry and Oban's cron "run now" do). The copy
-has no cron and no unique key (a recurring row's key is held for as long as it recurs: the
-copy would find it taken and enqueue nothing); its meta names the row it was run for, so its
-page links back. A disabled row may be run now too: disabling stops the schedule, not an
-operator.
+"""What an operator does with a recurring job (`RecurringRuns`, mixed into `JobQueue`): enable
+or disable it, run it once now outside its schedule (a one-off copy; the row is left alone),
+and see when it runs next. See docs/design/engine.md ("Schedules").
 """
 
 from __future__ import annotations
@@ -18,16 +10,32 @@ from uuid import UUID
 
 from queues.cron import CronSchedule
 from queues.engine import transitions
+from queues.engine.core import QueuePart
 from queues.exceptions import InvalidCronSchedule, JobNotFound
 from queues.models import Job
+from queues.store import Match
 
 #: The key of the copy's meta that holds the id of the recurring row it was run for.
 RUN_NOW_OF = "run_now_of"
 NEXT_RUNS = 5
 
 
-class RecurringRuns:
-    """`JobQueue`'s "run now" of a recurring job (mixed into it)."""
+class RecurringRuns(QueuePart):
+    """`JobQueue`'s actions on recurring jobs."""
+
+    def enable_recurring_job(self, job_id: UUID | str) -> None:
+        self._set_recurring(job_id, True)
+
+    def disable_recurring_job(self, job_id: UUID | str) -> None:
+        self._set_recurring(job_id, False)
+
+    def _set_recurring(self, job_id, enabled: bool) -> None:
+        def work():
+            job = self._locked(job_id)
+            transitions.check(transitions.RECURRING, job)
+            self.store.update_jobs(Match(ids=[job.id]), {"recurring": enabled})
+
+        self._atomic(work)
 
     def run_recurring_now(self, job_id: UUID | str, by: str = "") -> UUID:
         """Enqueue one run of the recurring job `job_id` now, outside its schedule; the id
@@ -38,6 +46,8 @@ class RecurringRuns:
         meta = {**(row.meta or {}), RUN_NOW_OF: str(row.id)}
         if by:
             meta["run_now_by"] = by
+        # No cron and no unique key: the row holds its key for as long as it recurs, and a
+        # copy with it would find it taken and enqueue nothing.
         return self.enqueue(
             Job(
                 queue_name=row.queue_name,

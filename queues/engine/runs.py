@@ -1,35 +1,40 @@
-"""What a worker writes for the runs it holds (heartbeats, start markers, outcomes), written
-once over the store: `JobQueue` inherits it. Every write is fenced by the run's token, so a
-reaped, released or operator-retried run writes nothing and is told so (None, False, LOST).
-
-The hot path is `finish_and_start_runs`: one transaction, one catalogue statement per claim
-for the completions (each with its result) and one for the start markers, a locking read
-and one UPDATE per shape of outcome for the other outcomes (`outcome_batches`), then the
-effects of them all on their dependents, batches and workflows, each group row locked and
-written once (`effects.record_all`), and one INSERT for the error history of every run of the write
-that failed (`history`).
+"""The writes of runs (`Runs`, mixed into `JobQueue`): a worker's heartbeats, start markers
+and outcomes, and the reaper's rescue of expired leases. Every write is fenced by the run's
+token: a reaped, released or operator-retried run writes nothing and is told so. The hot
+path, `finish_and_start_runs`, is one transaction: see docs/design/engine.md ("Runs").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from queues import signals
 from queues.engine import effects, history
+from queues.engine.core import QueuePart
 from queues.engine.outcome_batches import record_outcomes
-from queues.engine.outcomes import JobOutcome, RecordedOutcome, check_outcome, plan_outcome
+from queues.engine.outcomes import (
+    JobOutcome,
+    RecordedOutcome,
+    StaleJobRecovery,
+    check_outcome,
+    plan_outcome,
+    reaper_outcome,
+)
 from queues.groups import BATCH_FAILED, batch_failed_error
 from queues.models import FailedAttempt, Job
-from queues.validation import positive_lease
+from queues.store import Match
+from queues.validation import positive_lease, validate_queue_name
 
 #: What `start_claimed_run` did with a held job.
 STARTED, LOST, RELEASED, CANCELLED = "started", "lost", "released", "cancelled"
+#: How many expired leases the reaper takes back in one transaction.
+REAPER_BATCH = 500
 
 
-class Runs:
-    """The writes of runs; the queue gives them `store`, `now()`, `rng` and `_atomic`."""
+class Runs(QueuePart):
+    """`JobQueue`'s writes of runs."""
 
     def heartbeat_job(self, job: Job, lease: timedelta) -> bool:
         if job.run_token is None:
@@ -151,6 +156,39 @@ class Runs:
 
         return self._on_copies([*(job for job, _ in finished), *starting], write)
 
+    def requeue_stale_jobs(
+        self, queue_name: str | None = None, ran_by: str = ""
+    ) -> StaleJobRecovery:
+        """Take back Running jobs whose lease expired: Pending again, or Dead when their
+        attempts are used up. Records a `ReaperRun`."""
+        if queue_name is not None:
+            validate_queue_name(queue_name)
+        recovery = StaleJobRecovery()
+        now = self.now()
+
+        def one_pass() -> int:
+            attempts: list[FailedAttempt] = []
+            expired = self.store.lock_expired_leases(now, queue_name, REAPER_BATCH)
+            found = self.store.find_jobs(Match(ids=[job_id for job_id, _ in expired]))
+            jobs = {job.id: job for job in found}
+            # Equal lease expiries (a batch claim) are taken in id order on every vendor, so
+            # which of them a fail-fast failure reaches first does not depend on the database.
+            expired.sort(key=lambda pair: (_lease_of(jobs, pair[0]), str(pair[0])))
+            for job_id, token in expired:
+                job = jobs.get(job_id)
+                if job is None or job.run_token != token:
+                    continue
+                recorded = self._record(job, reaper_outcome(job, now), now, attempts)
+                if recorded is not None:
+                    recovery.note(job_id, recorded)
+            self._insert_attempts(attempts)
+            return len(expired)
+
+        while self._atomic(one_pass) == REAPER_BATCH:
+            pass
+        self.store.insert_reaper_run(recovery.row(now, ran_by, queue_name))
+        return recovery
+
     def _start_many(self, jobs: list[Job], now: datetime, attempts: list) -> list[str]:
         started: dict[UUID, tuple[bool, bool]] = {}
         for token, ids in _by_claim(jobs):
@@ -235,6 +273,13 @@ def _by_claim(jobs: Sequence[Job]) -> list[tuple[UUID, list[UUID]]]:
         if job.run_token is not None:
             by_token.setdefault(job.run_token, []).append(job.id)
     return list(by_token.items())
+
+
+def _lease_of(jobs: dict[UUID, Job], job_id: UUID) -> datetime:
+    job = jobs.get(job_id)
+    return (
+        job.lease_expires_at if job and job.lease_expires_at else datetime.max.replace(tzinfo=UTC)
+    )
 
 
 def _copy(job: Job) -> Job:

@@ -1,5 +1,7 @@
 """The tallies of batches and workflows: what a job's move changes in them, and their status
-once the change is added. Written in the same transaction as the move (see `effects`)."""
+once the change is added. Pure rules; `effects` writes them in the same transaction as the
+move.
+"""
 
 from __future__ import annotations
 

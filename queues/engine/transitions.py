@@ -1,14 +1,7 @@
-"""Which operator actions a job offers, decided once: both queues' `retry_job`, `cancel_job`,
-`mark_job_dead`, `delete_job`, `release_job_run` and the recurring toggles ask `check` before
-they write, and the dashboard's buttons and the admin's actions ask `offered`.
-
-An action is offered by the job's status (and whether it is recurring) alone:
-- retry: any job but a Completed or Archived one that is not recurring (a Running job's run
-  is fenced out, a Pending one is rescheduled);
-- cancel, mark dead: a job that has not finished (Pending, Running, Retrying);
-- delete: any job but a Running one (cancel it first: a handler is working on it);
-- release: a Running job (its claim handed back, the attempt taken back);
-- enable / disable: a recurring job.
+"""Which operator actions a job offers, decided once, by its status (and whether it is
+recurring) alone: the queue's actions ask `check` before they write, its batch actions
+`sort_out`, the dashboard's buttons and the admin's actions `offered`. The table of actions
+is in docs/design/engine.md ("Operator actions").
 """
 
 from __future__ import annotations
@@ -71,3 +64,19 @@ def first_refusal(action: str, jobs) -> str | None:
         if reason is not None:
             return reason
     return None
+
+
+def sort_out(action: str, locked, where=None) -> tuple[list, dict, list]:
+    """The locked rows of an action on many jobs, in id order: those it goes on with (they
+    offer `action` and, if given, `where` holds for them), those refused (id -> why), and
+    those kept (`where` no longer holds: the row changed since it was selected)."""
+    acted, refused, kept = [], {}, []
+    for job in sorted(locked, key=lambda job: str(job.id)):
+        reason = refusal(action, job)
+        if reason is not None:
+            refused[job.id] = reason
+        elif where is not None and not where(job):
+            kept.append(job.id)
+        else:
+            acted.append(job)
+    return acted, refused, kept

@@ -1,20 +1,7 @@
-"""Unique jobs: a job enqueued with a `unique_key` is inserted only if no other job of its
-queue holds that key; otherwise nothing is inserted and the enqueue answers the holder's id
-(`enqueue_unique` also says that it was not created).
-
-A job holds its key while its status is one of its `unique_statuses` (default: the live
-ones, Pending, Running and Retrying), and for its `unique_period` after its creation
-whatever its status: whichever lasts longer. So a job that finished frees the key of a
-live scope at once, and a period keeps it taken for that long even once the job is done.
-(Oban's `unique` asks both instead: a job in its states *and* inserted within the period;
-here a live duplicate is never let in, and a period only ever adds to the scope.)
-
-The database decides who holds a key: each keyed job has a slot (a digest of its queue and
-key) under a unique index. A job keeps its slot after it stops holding the key; the next
-enqueue of the key finds the old holder by its slot, sees that it no longer holds the key,
-clears its slot and takes it. So no write of a run touches a slot (a job without a key, or
-a worker finishing a keyed job, costs nothing more), and two enqueues that race for a key
-meet at the unique index: the loser's insert fails, it looks again and finds the winner.
+"""Unique jobs: a job enqueued with a `unique_key` is inserted only if no other job of its queue
+holds that key (by status, or within a period); otherwise the enqueue answers the holder's
+id. The database decides who holds a key: a slot per keyed job under a unique index. See
+docs/design/engine.md ("Unique jobs").
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Retry, cancel or delete a page of job ids in one transaction, through the engine: what
-`manage.py jobs retry/cancel/delete` does with a filter's jobs and what a dashboard's
-"all matching" operation (`queues.ops.bulk`) does, a page at a time.
-
-The page is one call of the engine's method for many jobs: `retry_jobs`, `cancel_jobs`
-(`queues.engine.operator_batches`: a few statements for the page's plain jobs, the single method's
-path for those whose action reaches other rows) or `delete_jobs`. It locks the page's rows
-(in id order, the engine's lock order), then the selection is asked again of them, so a job
-that stopped matching since its id was read is left alone.
-"""
+"""Retry, cancel or delete a page of job ids in one transaction, through the engine's method
+for many jobs (`retry_jobs`, `cancel_jobs`, `delete_jobs`): what `manage.py jobs` does with a
+filter's jobs and a dashboard's "all matching" operation (`queues.ops.bulk`) does, a page at a
+time. The rows are locked, then the selection is asked again of them. See
+docs/design/maintenance.md."""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
-"""Retry, cancel or delete "all N matching" as a background operation: a `BulkOperation`
-row made by the dashboard (who, the filter, the action, the count it confirmed), carried out
-by `BulkRunner`, a maintenance service of every `runworker` process.
-
-Why a runworker service: a deployment already runs `runworker` (the reaper and the pruner
-live there), so no new process, queue or scheduler is needed, and the request only writes
-one row. Why not a job on a queue of its own: a worker runs only the queues it is told to,
-so it would need a worker started for that queue, and a handler that runs for minutes would
-hold its lease and a slot. The runner takes an operation with a conditional UPDATE (pending,
-or running with an expired lease: its runner died), then works for at most `budget` seconds
-per pass, a page of `batch_size` ids per transaction (`acting.act_on_page`: rows locked,
-the filter asked again of them by the database, the engine's method for the page), and each
-page's transaction also advances the operation's cursor and counts, so a runner that dies
-mid-way leaves it exactly where its last page committed, for the next one to go on.
-A cancel is a flag read under the row's lock at each page: at most one more page is done.
-"""
+"""Retry, cancel or delete "all N matching" as a background operation: a `BulkOperation` row
+made by the dashboard (who, the filter, the action, the count it confirmed), carried out by
+`BulkRunner`, a maintenance service of every `runworker` process, a page of ids per
+transaction. Every row is read and written through the queue's store, so a runner works on a
+`TestQueue` too. See docs/design/maintenance.md."""
 
 from __future__ import annotations
 
@@ -25,14 +14,13 @@ from collections import Counter
 from datetime import timedelta
 
 from django.db import InterfaceError, OperationalError
-from django.db.models import Q
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from queues.models import BulkOperation
 from queues.ops import acting
 from queues.ops.purging import BATCH_SIZE, pages
 from queues.reads.search import SearchFilter
+from queues.store import Store, sql_store
 from queues.text import storable_or_none
 
 logger = logging.getLogger("queues.bulk")
@@ -44,27 +32,32 @@ DEFAULT_BUDGET = timedelta(seconds=5)
 LEASE = timedelta(seconds=60)
 
 
-def start(flt: SearchFilter, action: str, user: str, using: str = "default") -> BulkOperation:
-    """A pending operation of `action` on the jobs of `flt`, counted now."""
+def start(
+    flt: SearchFilter, action: str, user: str, using: str = "default", *, store: Store | None = None
+) -> BulkOperation:
+    """A pending operation of `action` on the jobs of `flt`, counted now, in `store` (default:
+    the SQL store of the database `using`)."""
     if action not in acting.ACTIONS:
         raise ValueError(f"no bulk action {action!r}")
-    total = flt.rows(using).count()
-    op = BulkOperation.objects.using(using).create(
+    store = store or sql_store(using)
+    total = store.count_selected(flt)
+    op = BulkOperation(
         action=action, filter=flt.to_json(), description=flt.describe(), created_by=user,
         total=total,
     )  # fmt: skip
+    store.insert_bulk(op)
     logger.info("bulk %s #%s by %s: %s jobs match (%s)", action, op.pk, user, total, op.description)
     return op
 
 
-def cancel(op: BulkOperation, user: str) -> None:
-    """Stop `op` after the page it is on (a pending one at once)."""
-    rows = BulkOperation.objects.using(op._state.db).filter(pk=op.pk)
+def cancel(op: BulkOperation, user: str, store: Store | None = None) -> None:
+    """Stop `op` after the page it is on (a pending one at once); `store` as `start`'s
+    (default: the SQL store of the row's database)."""
+    store = store or sql_store(op._state.db or "default")
     now = timezone.now()
-    rows.filter(status=Status.PENDING).update(
-        status=Status.CANCELLED, cancel_requested=True, finished_at=now
-    )
-    rows.filter(status=Status.RUNNING).update(cancel_requested=True)
+    cancelled = {"status": Status.CANCELLED, "cancel_requested": True, "finished_at": now}
+    store.update_bulk(op.pk, cancelled, status=Status.PENDING)
+    store.update_bulk(op.pk, {"cancel_requested": True}, status=Status.RUNNING)
     logger.info("bulk %s #%s cancelled by %s", op.action, op.pk, user)
 
 
@@ -85,7 +78,8 @@ class BulkRunner:
 
     def run_once(self) -> BulkOperation | None:
         """Take one operation and work on it for up to `budget`; it, or None."""
-        op = self._claim()
+        store, now = self.queue.store, self.queue.now()
+        op = store.claim_bulk(self.ran_by, now, now + LEASE)
         if op is None:
             return None
         try:
@@ -94,51 +88,30 @@ class BulkRunner:
             raise  # the database's fault: the loop retries, the lease lets another go on
         except Exception as exc:
             logger.exception("bulk %s #%s failed", op.action, op.pk)
-            self._rows(op).update(
-                status=Status.FAILED, error=storable_or_none(str(exc)) or type(exc).__name__,
-                finished_at=timezone.now(),
-            )  # fmt: skip
-        op.refresh_from_db()
-        return op
-
-    def _rows(self, op: BulkOperation):
-        return BulkOperation.objects.using(self.queue.using).filter(pk=op.pk)
-
-    def _claim(self) -> BulkOperation | None:
-        now = timezone.now()
-        running = Q(status=Status.RUNNING)
-        free = (
-            Q(status=Status.PENDING)
-            | running & Q(lease_expires_at__lt=now)
-            | running & Q(claimed_by=self.ran_by)  # its own, from its last pass
-        )
-        every = BulkOperation.objects.using(self.queue.using)
-        for pk in every.filter(free).order_by("created_at", "id").values_list("pk", flat=True)[:3]:
-            taken = every.filter(free, pk=pk).update(
-                status=Status.RUNNING, claimed_by=self.ran_by, lease_expires_at=now + LEASE,
-                started_at=Coalesce("started_at", now),
-            )  # fmt: skip
-            if taken:
-                return every.get(pk=pk)
-        return None
+            store.update_bulk(op.pk, {
+                "status": Status.FAILED, "error": storable_or_none(str(exc)) or type(exc).__name__,
+                "finished_at": self.queue.now(),
+            })  # fmt: skip
+        return store.get_bulk(op.pk) or op
 
     def _work(self, op: BulkOperation) -> None:
         if op.cancel_requested:
             self._finish(op, Status.CANCELLED)
             return
-        flt = SearchFilter.from_json(op.filter)
-        rows = flt.rows(self.queue.using)
-        if op.cursor:
-            rows = rows.filter(pk__gt=op.cursor)
+        store = self.queue.store
+        search = SearchFilter.from_json(op.filter)
         deadline = time.monotonic() + self.budget.total_seconds()
         cancel_reason = f"Cancelled by {op.created_by} in the dashboard (bulk operation {op.pk})"
         told = {"reason": cancel_reason} if op.action == "cancel" else {}
-        for ids in pages(rows, self.batch_size):
-            last = len(ids) < self.batch_size
 
-            def still(locked: list) -> set:
-                matching = flt.rows(self.queue.using).filter(pk__in=locked)
-                return set(matching.values_list("pk", flat=True))
+        def read(after, limit: int) -> list:  # on from the cursor of the last pass
+            return store.select_ids(search, after=after or op.cursor, limit=limit)
+
+        def still(locked: list) -> set:
+            return set(store.select_ids(search, among=locked))
+
+        for ids in pages(read, self.batch_size):
+            last = len(ids) < self.batch_size
 
             def then(tally: Counter, ids=ids, last=last) -> None:
                 self._advance(op, tally, ids[-1], last)
@@ -159,28 +132,32 @@ class BulkRunner:
         """In the page's transaction: the operation's row locked, its counts and cursor moved
         on (so a page is counted once, whatever happens after); stop if it was cancelled or
         another runner took it over."""
-        row = self._rows(op).select_for_update().get()
-        if row.claimed_by != self.ran_by or row.status != Status.RUNNING:
+        store = self.queue.store
+        row = store.lock_bulk(op.pk)
+        if row is None or row.claimed_by != self.ran_by or row.status != Status.RUNNING:
             raise _Stopped(cancelled=False)
         if row.cancel_requested:
             raise _Stopped(cancelled=True)
-        now = timezone.now()
-        row.done += tally["done"]
-        row.skipped += tally["skipped"]
-        row.gone += tally["gone"]
-        row.cursor = str(last_id)
-        row.lease_expires_at = now + LEASE
+        now = self.queue.now()
+        fields = {
+            "done": row.done + tally["done"], "skipped": row.skipped + tally["skipped"],
+            "gone": row.gone + tally["gone"], "cursor": str(last_id),
+            "lease_expires_at": now + LEASE,
+        }  # fmt: skip
         if last:
-            row.status, row.finished_at = Status.COMPLETED, now
-        row.save()
+            fields.update(status=Status.COMPLETED, finished_at=now)
+        store.update_bulk(op.pk, fields)
         if last:
+            vars(row).update(fields)
             self._log_end(row)
 
     def _finish(self, op: BulkOperation, status: str) -> None:
-        self._rows(op).filter(status=Status.RUNNING).update(
-            status=status, finished_at=timezone.now()
-        )
-        self._log_end(self._rows(op).get())
+        store = self.queue.store
+        ended = {"status": status, "finished_at": self.queue.now()}
+        store.update_bulk(op.pk, ended, status=Status.RUNNING)
+        row = store.get_bulk(op.pk)
+        if row is not None:
+            self._log_end(row)
 
     def _log_end(self, row: BulkOperation) -> None:
         logger.info(

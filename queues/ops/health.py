@@ -1,7 +1,7 @@
 """Health checks of the queues, for probes and cron: does the database answer, is a queue
 backing up (too many jobs waiting, or its oldest due job waiting too long), has a queue no
 live worker. Each check returns problems, one sentence each: none is healthy. The reads are
-those of the metrics (`queues.ops.metrics`): cheap on a table of millions of jobs."""
+those of the metrics (`queues.ops.metrics`). See docs/design/maintenance.md."""
 
 from __future__ import annotations
 

@@ -1,33 +1,22 @@
-"""Maintenance services: the reaper takes back jobs whose lease expired, the lifeline the
-jobs of a worker process that died, the pruner deletes old finished jobs (in bounded
-batches, with their error history), old reaper runs and history rows, the rows of worker
-processes that stopped heartbeating and the completion counts of old minutes, after rolling
-the closed hours up into the history's hourly rows (`queues.store.counters.rollup`). `runworker`
-runs the reaper and the pruner on their intervals; its supervisor runs the lifeline when a
-child ends."""
+"""Maintenance services, through the queue's store: the reaper takes back jobs whose lease
+expired, the lifeline the jobs of a worker process that died, and the pruner deletes what
+finished long ago and the bookkeeping rows, in bounded batches. `runworker` runs them; they
+run on a `TestQueue` too. See docs/design/maintenance.md."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from queues.engine.outcomes import StaleJobRecovery, reaper_outcome
-from queues.enums import AttemptEnd, JobStatus
-from queues.models import (
-    AttemptCount,
-    CompletionCount,
-    FailedAttempt,
-    HourlyCount,
-    Job,
-    ReaperRun,
-    WorkerProcess,
-)
+from queues.enums import FAILURE_STATUSES, AttemptEnd, JobStatus
+from queues.models import Job
 from queues.reads.stats import SPARK_MINUTES
 from queues.store.base import Match
-from queues.store.counters import completions, rollup
+from queues.store.counters import completions
 
 DEFAULT_REAPER_INTERVAL = timedelta(seconds=60)
 DEFAULT_PRUNE_INTERVAL = timedelta(minutes=10)
@@ -112,7 +101,8 @@ class Pruner:
     worker processes and the completion and attempt counts of minutes older than
     `completions_kept`, which the triggers add every minute and nothing else removes.
     `batch_size` rows at a time, so that no statement locks or deletes an unbounded number
-    of rows."""
+    of rows. Worker processes and counters are the SQL store's alone: on a `TestQueue` their
+    counts stay 0."""
 
     def __init__(
         self,
@@ -136,51 +126,54 @@ class Pruner:
 
     def run_once(self) -> PruneResult:
         now = self.queue.now()
-        using = self.queue.using
-        # Before the minutes go: the hours they make up are rolled up first.
-        rolled = rollup.roll_up(now, using, self.completions_kept)
+        store = self.queue.store
+        minute = completions.minute_of(now - self.completions_kept)
         result = PruneResult(
-            hours_rolled=rolled,
-            worker_processes=WorkerProcess.objects.using(using)
-            .filter(last_heartbeat_at__lt=now - self.dead_worker_after)
-            .delete()[0],
-            completion_counts=self._delete(
-                CompletionCount.objects.using(using).filter(
-                    minute__lt=completions.minute_of(now - self.completions_kept)
-                )
-            ),
-            attempt_counts=self._delete(
-                AttemptCount.objects.using(using).filter(
-                    minute__lt=completions.minute_of(now - self.completions_kept)
-                )
-            ),
+            # Before the minutes go: the hours they make up are rolled up first.
+            hours_rolled=store.roll_up_counts(now, self.completions_kept),
+            worker_processes=self._prune("worker_processes", now - self.dead_worker_after),
+            completion_counts=self._prune("completion_counts", minute),
+            attempt_counts=self._prune("attempt_counts", minute),
         )
         if self.older_than is not None:
             cutoff = now - self.older_than
-            finished = Q(status=JobStatus.COMPLETED, completed_at__lt=cutoff) | Q(
-                status__in=[JobStatus.FAILED, JobStatus.DEAD, JobStatus.TIMED_OUT],
-                failed_at__lt=cutoff,
-            )
-            result.jobs = self._delete(Job.objects.using(using).filter(finished))
-            result.reaper_runs = self._delete(
-                ReaperRun.objects.using(using).filter(ran_at__lt=cutoff)
-            )
-            result.hourly_counts = self._delete(
-                HourlyCount.objects.using(using).filter(hour__lt=cutoff)
-            )
-            result.failed_attempts = self._delete(
-                FailedAttempt.objects.using(using).filter(failed_at__lt=cutoff)
-            )
+            old = FinishedBefore(cutoff)
+            result.jobs = self._batches(lambda: store.delete_selected(old, self.batch_size))
+            result.reaper_runs = self._prune("reaper_runs", cutoff)
+            result.hourly_counts = self._prune("hourly_counts", cutoff)
+            result.failed_attempts = self._prune("failed_attempts", cutoff)
         return result
 
-    def _delete(self, rows) -> int:
+    def _prune(self, table: str, before: datetime) -> int:
+        store = self.queue.store
+        return self._batches(lambda: store.prune_rows(table, before, self.batch_size))
+
+    def _batches(self, delete) -> int:
+        """Call `delete` (one batch, of `batch_size` rows at most) until a batch falls short."""
         total = 0
         while True:
-            ids = list(rows.order_by().values_list("pk", flat=True)[: self.batch_size])
-            if not ids:
+            deleted = delete()
+            total += deleted
+            if deleted < self.batch_size:
                 return total
-            # The condition is applied again: a row retried meanwhile is kept.
-            _, per_model = rows.filter(pk__in=ids).delete()
-            total += per_model.get(rows.model._meta.label, 0)
-            if len(ids) < self.batch_size:
-                return total
+
+
+class FinishedBefore:
+    """The jobs the pruner deletes (a `Selection`): Completed before `cutoff` by completed_at;
+    Failed, Dead or TimedOut before it by failed_at."""
+
+    def __init__(self, cutoff: datetime) -> None:
+        self.cutoff = cutoff
+
+    def rows(self, using: str) -> QuerySet:
+        return Job.objects.using(using).filter(
+            Q(status=JobStatus.COMPLETED, completed_at__lt=self.cutoff)
+            | Q(status__in=sorted(FAILURE_STATUSES), failed_at__lt=self.cutoff)
+        )
+
+    def matches(self, job: Job) -> bool:
+        if job.status == JobStatus.COMPLETED:
+            end = job.completed_at
+        else:
+            end = job.failed_at if job.status in FAILURE_STATUSES else None
+        return end is not None and end < self.cutoff

@@ -1,16 +1,7 @@
-"""Prometheus metrics of the queues' state, read from the database at each scrape.
-
-`QueueCollector` is a custom collector (prometheus_client): each scrape reads the current state,
-nothing is cached between scrapes, and every figure comes from a read that stays cheap on a table of
-millions of jobs: the trigger-kept counts (`queues.store.counters.counts`), the per-minute
-completions (`queues.store.counters.completions`), one read of an index per queue for the oldest due
-job (`stats.oldest_due`), and the live `WorkerProcess` rows. Four statements per scrape, whatever
-the number of jobs.
-
-No counter here: the database keeps no monotonic totals (finished jobs and old minutes are
-pruned), so the counts of completions, failures, retries and reaper rescues come from each
-worker process (`workers.metrics`, `runworker --metrics-port`), where they are exact.
-"""
+"""Prometheus metrics of the queues' state, read from the database at each scrape by a custom
+collector (`QueueCollector`): the trigger-kept counts, the per-minute completions, the oldest
+due job and the live worker processes, four cheap statements whatever the number of jobs. No
+counter: worker processes count those. See docs/design/maintenance.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The job list of the queue page: filters, search and keyset pagination.
-
-A queue may hold millions of rows, so the list never counts and never uses OFFSET: it reads
-the newest rows of each status from the (queue_name, status, created_at) index, merges them,
-and continues after the last row shown (a cursor of created_at and id). A text search reads
-only the newest SEARCH_WINDOW jobs of each status, and says so.
-
-Filtered by a tag, the list reads the queue's `JobTag` rows instead, newest first from their
-(queue_name, tag, created_at, job) index, every status at once, and the jobs of one page by
-primary key (see `queues.tags`): a page costs the same whether the tag has ten jobs or a
-million. With a status rarer than the tag, it reads along the status instead
-(`queues.reads.tag_plans`).
-"""
+"""The job list of the queue page: filters, search and keyset pagination. It never counts and
+never uses OFFSET: it merges the newest rows of each status from the (queue_name, status,
+created_at) index and continues after a (created_at, id) cursor; a text search reads a window
+of each status, a tag the tags' index (or the status's: `tag_plans`). See docs/design/reads.md."""
 
 from __future__ import annotations
 

@@ -1,26 +1,22 @@
-"""The filter of the all-queues jobs page and of "act on all matching": job id, queue,
-status, priority, tag, payload text, error text, and created and finished time ranges.
-
-One `SearchFilter` is read from a page's query (each bad value a message, the filter then
-matching nothing), kept as JSON on a `BulkOperation`, and turned into one queryset, `rows()`,
-which is the rule: the page lists it, the confirmation counts it, the operation acts on it a
-page of ids at a time and asks it again of the locked rows. No vendor SQL: the text search is
-the ORM's case-insensitive `icontains` over the payload's JSON text and the error, which every
-database answers alike (`docs/search.md` says why it is a bounded scan, not an index).
-"""
+"""The filter of the all-queues jobs page and of "act on all matching" (`SearchFilter`). Read
+from a page's query (a bad value is a message, and the filter matches nothing), kept as JSON
+on a `BulkOperation`, and stated as a store `Selection`: one queryset, `rows()`, and beside it
+the same rule as a test of one row, `matches()`. ORM only. See docs/design/reads.md."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
 from django.db.models import QuerySet, TextField
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast
 
 from queues.enums import TERMINAL_STATUSES, JobStatus
 from queues.exceptions import InvalidJob, InvalidQueueName
 from queues.models import Job, JobTag
+from queues.store.finished import finished_at, with_finished_at
 from queues.tags import check_tag
 from queues.validation import validate_queue_name
 
@@ -184,14 +180,50 @@ class SearchFilter:
     def _finished(self, rows: QuerySet) -> QuerySet:
         """Finished (a terminal status) within the range, at its first end time, as
         `Job.duration` and the purge (`queues.ops.purging`) read it."""
-        rows = rows.alias(finished_at=Coalesce("completed_at", "failed_at", "timed_out_at")).filter(
-            status__in=sorted(TERMINAL_STATUSES)
-        )
+        rows = with_finished_at(rows).filter(status__in=sorted(TERMINAL_STATUSES))
         if self.finished_from:
             rows = rows.filter(finished_at__gte=datetime.fromisoformat(self.finished_from))
         if self.finished_to:
             rows = rows.filter(finished_at__lt=datetime.fromisoformat(self.finished_to))
         return rows
+
+    def matches(self, job: Job) -> bool:
+        """`rows` as a test of one stored row (the memory store's), so that the filter is a
+        store `Selection`."""
+        return not self.problems and (
+            (not self.job_id or str(job.id) == self.job_id)
+            and (not self.queue or job.queue_name == self.queue)
+            and (not self.status or job.status == self.status)
+            and (self.priority is None or job.priority == self.priority)
+            and (not self.tag or self.tag in (job.tags or []))
+            # The payload's JSON text, as PostgreSQL renders a jsonb value.
+            and (
+                not self.payload or _has(json.dumps(job.payload, ensure_ascii=False), self.payload)
+            )
+            and (not self.error or _has(job.error_message, self.error))
+            and _within(job.created_at, self.created_from, self.created_to)
+            and (not (self.finished_from or self.finished_to) or self._finished_within(job))
+        )
+
+    def _finished_within(self, job: Job) -> bool:
+        end = finished_at(job)
+        return (
+            job.status in TERMINAL_STATUSES
+            and end is not None
+            and _within(end, self.finished_from, self.finished_to)
+        )
+
+
+def _has(text: str | None, part: str) -> bool:
+    """`icontains`: NULL contains nothing."""
+    return text is not None and part.casefold() in text.casefold()
+
+
+def _within(moment: datetime, start: str, end: str) -> bool:
+    """`start <= moment < end`, each bound an ISO time or "" (none)."""
+    return (not start or moment >= datetime.fromisoformat(start)) and (
+        not end or moment < datetime.fromisoformat(end)
+    )
 
 
 def _uuid(text: str) -> str:

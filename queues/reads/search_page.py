@@ -1,14 +1,7 @@
 """One page of the all-queues jobs page: a `SearchFilter`'s jobs, newest first, by keyset
-(created_at, id), never OFFSET and never a count.
-
-What an index answers is read by it: no filter, a created range and the cursor walk the
-(created_at, id) index; a tag walks the tags' (tag, created_at) index; a job id is a primary
-key read. Every other filter (queue, status, priority, payload or error text, a finished
-range) is checked row by row, and a page reads at most `scan_window()` rows of that walk:
-if they hold fewer than a page of matches, the page shows those and says down to where it
-looked, and "Older" continues from there. So a page costs the same on any table, however
-rare the match; what a filter of a million rows finds is all there, a window at a time.
-"""
+(created_at, id), never OFFSET and never a count. Filters no index answers are checked along
+the index walk for at most `scan_window()` rows, and the page says down to where it looked;
+`count_matches` bounds the confirmation's count the same way. See docs/design/reads.md."""
 
 from __future__ import annotations
 

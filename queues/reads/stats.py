@@ -1,8 +1,7 @@
-"""Read-only queries behind the dashboard. Every write goes through `JobQueue`; this module
-only reads. Counts and throughput come from trigger-kept rows (`JobCount` in
-`queues.store.counters.counts`, `CompletionCount` in `queues.store.counters.completions`), never
-from a COUNT(*) of the jobs table; every other query is bounded by an index and a LIMIT, so the
-pages stay fast on a table of a million jobs."""
+"""Read-only queries behind the dashboard's overview, workers, reaper and recurring pages.
+Counts and throughput come from trigger-kept rows (`JobCount`, `CompletionCount`), never from
+a COUNT(*) of the jobs table; every other query is bounded by an index and a LIMIT, so the
+pages stay fast on a table of a million jobs. See docs/design/reads.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""Which index a tag filter combined with a status reads, chosen by how many jobs each
-selects: the queue page and the admin's job list, on every database (ORM only).
-
-A tag alone is read along the tags' index, in page order (queues.tags). A tag *and* a status
-can be read two ways:
-
-- along the tag's index, checking each tagged job's status (its row by primary key): a page
-  then reads about page / (the status's share of the tag's jobs) rows;
-- along the jobs' (queue_name, status, created_at) index, checking that each job has the
-  tag (a semi-join on the tags' unique (job, tag) index): about page / (the tag's share).
-
-Reading along the rarer of the two reads the fewest rows: a tag on half the jobs with the
-Dead status (3%) reads ~100 rows instead of ~1,700. A status's count is exact and free (the
-trigger-kept `JobCount` rows); the tag's is counted along its index, no further than the
-status's count (and TAG_COUNT_CAP), so the choice itself costs at most that many index
-entries. Beyond the cap both are common, and either way reads few rows.
-
-The databases' planners do not make this choice themselves: their statistics know neither
-how a tag and a status correlate nor, on MariaDB and SQLite, how common a tag is.
-"""
+"""Which index a tag filter combined with a status reads: along the tag's index checking each
+job's status, or along the status's index checking each job's tag, whichever selects fewer
+jobs (the status's exact count against the tag's, counted up to `TAG_COUNT_CAP`). The
+databases' planners cannot tell. ORM only. See docs/design/reads.md."""
 
 from __future__ import annotations
 

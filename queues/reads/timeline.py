@@ -1,6 +1,6 @@
 """The attempts of a job as its page shows them: the newest failed attempts first (the one an
-operator debugs is the latest; the rest is its context), each with the worker that ran it.
-Read only when the page's attempts region is drawn, not on each poll of its other regions."""
+operator debugs is the latest), each with the worker that ran it. Read only when the page's
+attempts region is drawn, not on each poll of its other regions. See docs/design/reads.md."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
 """What the history page shows: each queue's completions, failures and retries over a window
-(the last hour by minute, the last day or week by hour), and the percentiles of its run
-times and waits. Read-only, and bounded whatever the number of jobs:
-
-- the counts come from the trigger-kept minutes and the hourly roll-up
-  (`queues.store.counters.rollup`):  most 60 buckets a queue for the hour, 24 or 168 hourly rows a
-  queue for the day or week;
-- the percentiles come from a sample: the newest `SAMPLE` completed jobs of each queue (a
-  range of the (queue, status, created_at) index read backwards, so `SAMPLE` rows however
-  large the table), of which those that completed within the window count. Exact for a
-  queue that completes fewer than `SAMPLE` jobs in the window; for a busier one, the
-  percentiles of its latest `SAMPLE` completions. Histograms kept per minute by the
-  completion triggers would be exact at any rate, at the price of a wider write on every
-  completion; the sample costs the hot path nothing.
-"""
+(the last hour by minute, the last day or week by hour) from the trigger-kept counters, and
+the percentiles of its run times and waits from a sample of its newest `SAMPLE` completed
+jobs. Bounded whatever the number of jobs. See docs/design/reads.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The stores under `JobQueue` (the `Store` protocol of `base`): the SQL store, one small
-module per vendor around its catalogue, and `sql_store(using)`, which picks the vendor's."""
+"""The stores under `JobQueue`: the `Store` protocol (`base`), the SQL store (`sql/`) and the
+memory store (`memory/`), the SQL catalogue and the trigger-kept counters; `sql_store(using)`
+picks the SQL store of the connection's vendor. See docs/design/store.md."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from django.db import connections
 
 from queues.exceptions import UnsupportedDatabase
 from queues.store.base import ClaimParams, Match, Store
-from queues.store.mysql import MySQLStore
-from queues.store.postgresql import PostgresStore
-from queues.store.sql import SqlStore
-from queues.store.sqlite import SQLiteStore
+from queues.store.sql.mysql import MySQLStore
+from queues.store.sql.postgresql import PostgresStore
+from queues.store.sql.sqlite import SQLiteStore
+from queues.store.sql.store import SqlStore
 
 _STORES = {store.vendor: store for store in (PostgresStore, MySQLStore, SQLiteStore)}
 

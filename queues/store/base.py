@@ -1,111 +1,40 @@
-"""The storage interface under `JobQueue`: what a store does, one operation at a time.
-
-`JobQueue` holds every rule and every effect, written once; a store only reads and writes rows. Two
-stores implement this protocol: the SQL store (`engine.sql`, with one small module per vendor beside
-it around its catalogue `queues/store/catalogue/<vendor>.sql`) and the memory store (`memory.store`,
-under `TestQueue`). The conformance suite (`tests/queues/store/`) holds both to the contracts below,
-as River's driver suite holds its drivers.
-
-Rules of every store:
-- Each operation is atomic by itself; `atomic` makes several one transaction.
-- "Fenced" operations touch only runs still Running with the given token: a stale run
-  changes nothing, and the answer says which runs were still theirs.
-- What a store hands out is the caller's (changing it changes nothing stored), and the
-  store takes no reference to what it is given.
-- A "claimable" job is Pending, due (`scheduled_at <= now`), waits for no unfinished
-  dependency and is not a disabled recurring job; a claim takes none from a paused queue.
-  A claimed job is Running: attempts + 1, started and heartbeated `now`, leased, with the
-  run's token.
-- "Locked" rows stay locked until the transaction ends, taken in id order so that
-  concurrent transactions never deadlock on them. The store's id order need not be
-  Python's (MariaDB compares its native UUIDs from the last group): where the order of an
-  answer matters, the queue sorts it.
-"""
+"""The `Store` protocol under `JobQueue`: every operation of a store, declared once here with
+its contract. `JobQueue` holds every rule and effect; a store only reads and writes rows. The
+SQL store (`queues.store.sql`) and the memory store (`queues.store.memory`) implement it,
+and the conformance suite (`tests/queues/store/`) holds both to it. See docs/design/store.md."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
-from queues.models import Batch, FailedAttempt, Job, QueueConfig, QueuePause, ReaperRun, Workflow
+from queues.models import BulkOperation, FailedAttempt, Job, QueueConfig, QueuePause, ReaperRun
+from queues.store.match import ClaimParams, Group, Match, Selection, age_key, claim_key
 
-#: A batch or a workflow: the rows that tally jobs.
-Group = Batch | Workflow
+__all__ = ["ClaimParams", "Group", "Match", "Selection", "Store", "age_key", "claim_key"]
 
-
-def claim_key(job: Job):
-    """The claim order: highest priority, then oldest, then id."""
-    return (-job.priority, job.scheduled_at, str(job.id))
-
-
-def age_key(job: Job):
-    """The claim order within one priority level."""
-    return (job.scheduled_at, str(job.id))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClaimParams:
-    """One claim: up to `limit` claimable jobs of `queue` (of level `priority`, if given)
-    become Running for the run `token`, leased until `lease_expires_at`, stamped with the
-    worker process `claimed_by` (None: no process)."""
-
-    queue: str
-    limit: int
-    now: datetime
-    lease_expires_at: datetime
-    token: UUID
-    priority: int | None = None
-    claimed_by: UUID | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Match:
-    """Which jobs an operation reaches: every field given must match (None matches any)."""
-
-    ids: Collection[UUID] | None = None
-    queue_name: str | None = None
-    status: str | Collection[str] | None = None
-    run_token: UUID | None = None
-    batch_id: UUID | None = None
-    workflow_id: UUID | None = None
-    dependency_status: str | None = None
-    claimed_by: UUID | None = None
-    #: The jobs whose unique slot is one of these (see `queues.engine.unique`).
-    unique_slots: Collection[str] | None = None
-    #: The jobs that have this tag (see `queues.tags`).
-    tag: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.ids is not None and not isinstance(self.ids, frozenset):
-            object.__setattr__(self, "ids", frozenset(self.ids))
-        if self.unique_slots is not None and not isinstance(self.unique_slots, frozenset):
-            object.__setattr__(self, "unique_slots", frozenset(self.unique_slots))
-
-    def statuses(self) -> Collection[str] | None:
-        return (self.status,) if isinstance(self.status, str) else self.status
-
-    def matches(self, job: Job) -> bool:
-        statuses = self.statuses()
-        return (
-            (self.ids is None or job.id in self.ids)
-            and (self.queue_name is None or job.queue_name == self.queue_name)
-            and (statuses is None or job.status in statuses)
-            and (self.run_token is None or job.run_token == self.run_token)
-            and (self.batch_id is None or job.batch_id == self.batch_id)
-            and (self.workflow_id is None or job.workflow_id == self.workflow_id)
-            and (self.dependency_status is None or job.dependency_status == self.dependency_status)
-            and (self.claimed_by is None or job.claimed_by == self.claimed_by)
-            and (self.unique_slots is None or job.unique_slot in self.unique_slots)
-            and (self.tag is None or self.tag in job.tags)
-        )
+#: The tables of `Store.prune_rows`; the last four exist in SQL only.
+PRUNED_TABLES = ("failed_attempts", "reaper_runs", "worker_processes", "completion_counts",
+                 "attempt_counts", "hourly_counts")  # fmt: skip
 
 
 class Store(Protocol):
-    """Every operation of a store. Those of runs are fenced: they touch only runs of `ids`
-    still Running with `token`, and answer for those."""
+    """Every operation of a store. The rules of each:
+    - Each operation is atomic by itself; `atomic` makes several one transaction.
+    - "Fenced" operations (those of runs) touch only runs of `ids` still Running with the
+      given token: a stale run changes nothing, and the answer says which were still theirs.
+    - What a store hands out is the caller's (changing it changes nothing stored), and the
+      store takes no reference to what it is given.
+    - A "claimable" job is Pending, due (`scheduled_at <= now`), waits for no unfinished
+      dependency and is not a disabled recurring job; a claim takes none from a paused
+      queue. A claimed job is Running: attempts + 1, started and heartbeated `now`, leased,
+      with the run's token.
+    - "Locked" rows stay locked until the transaction ends, taken in id order so that
+      concurrent transactions never deadlock on them. The store's id order need not be
+      Python's (MariaDB compares its native UUIDs from the last group): where the order of
+      an answer matters, the queue sorts it."""
 
     #: The strict claim is one statement, atomic without a transaction of its own.
     claim_is_one_statement: bool
@@ -214,6 +143,27 @@ class Store(Protocol):
         """Every job that has a schedule name (a declared schedule's), without a scan of the
         jobs table: they are recurring jobs."""
 
+    # Selections (`match.Selection`: a rule a `Match` cannot state) ------------------------
+    def select_ids(
+        self,
+        selection: Selection,
+        *,
+        among: Collection[UUID] | None = None,
+        after: UUID | str | None = None,
+        limit: int | None = None,
+    ) -> list[UUID]:
+        """The ids of the jobs `selection` holds (of `among` only, if given), in the store's
+        id order: those after the id `after`, the first `limit`. One read, no lock."""
+
+    def count_selected(self, selection: Selection) -> int:
+        """How many jobs `selection` holds."""
+
+    def delete_selected(self, selection: Selection, limit: int) -> int:
+        """Delete up to `limit` of the jobs `selection` holds, with their edges and history
+        as `delete_jobs` deletes them (no dependent released, no tally changed: the pruner's
+        old finished jobs), each asked again as it is deleted; how many (fewer than `limit`:
+        it found no more, or some changed meanwhile)."""
+
     # The error history --------------------------------------------------------------------
     def insert_attempts(self, rows: Sequence[FailedAttempt]) -> None:
         """Insert history rows of existing jobs, in one statement (up to 500 rows)."""
@@ -248,8 +198,16 @@ class Store(Protocol):
     def update_group(self, model: type[Group], group_id: UUID, fields: Mapping[str, Any]):
         """Set `fields` on the batch or workflow row (the caller holds its lock)."""
 
+    def delete_group(self, model: type[Group], group_id: UUID) -> None:
+        """Delete the batch or workflow row, and the jobs still in it as `delete_jobs` does
+        (the foreign key's cascade; the engine deletes them first, with their effects)."""
+
     def first_failure(self, batch_id: UUID, excluding: str) -> UUID | None:
         """The batch's first failure (claim order) whose error does not start `excluding`."""
+
+    def finished_groups(self, cutoff: datetime) -> list[Group]:
+        """The batches and workflows that finished before `cutoff` and whose jobs all
+        finished (`queues.store.finished`): what a purge deletes whole. One read, no lock."""
 
     # Pauses -------------------------------------------------------------------------------
     def pause(self, row: QueuePause) -> None:
@@ -272,3 +230,40 @@ class Store(Protocol):
     # Reaper runs --------------------------------------------------------------------------
     def insert_reaper_run(self, row: ReaperRun) -> None:
         """Record what a pass of the reaper did."""
+
+    # Upkeep: what the pruner deletes ------------------------------------------------------
+    def prune_rows(self, table: str, before: datetime, limit: int) -> int:
+        """Delete up to `limit` rows of `table` (one of `PRUNED_TABLES`) older than `before`;
+        how many (fewer than `limit`: it found no more). "failed_attempts" is the error
+        history (by failed_at), "reaper_runs" by ran_at, "worker_processes" by their last
+        heartbeat, and the trigger-kept counters "completion_counts", "attempt_counts" (by
+        minute) and "hourly_counts" (by hour). Worker processes and counters exist in SQL
+        only (worker processes and the database's triggers write them): the memory store
+        has none, and deletes none."""
+
+    def roll_up_counts(self, now: datetime, kept: timedelta) -> int:
+        """Roll the closed hours of the per-minute counters up into hourly rows, before the
+        minutes older than `kept` are pruned (`queues.store.counters.rollup`); how many
+        rows. SQL only: the memory store keeps no counters, and rolls up none (0)."""
+
+    # Bulk operations (`queues.ops.bulk`) --------------------------------------------------
+    def insert_bulk(self, row: BulkOperation) -> None:
+        """Insert an operation's row; its new id is set on `row`."""
+
+    def get_bulk(self, op_id: int) -> BulkOperation | None:
+        """The operation's row, or None (one read, no lock)."""
+
+    def lock_bulk(self, op_id: int) -> BulkOperation | None:
+        """The operation's row, locked until the transaction ends, or None."""
+
+    def update_bulk(self, op_id: int, fields: Mapping[str, Any], status: str | None = None) -> int:
+        """Set `fields` on the operation's row if its status is `status` (None: any); how
+        many rows (0 or 1)."""
+
+    def claim_bulk(
+        self, ran_by: str, now: datetime, lease_expires_at: datetime
+    ) -> BulkOperation | None:
+        """Take the oldest free operation (pending; running with a lease that expired before
+        `now`; running for `ran_by` already): running for `ran_by`, leased until
+        `lease_expires_at`, started `now` unless it had started. It, or None. A conditional
+        write: of concurrent claims of one operation, one takes it."""

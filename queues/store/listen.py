@@ -1,13 +1,7 @@
-"""A PostgreSQL LISTEN connection of one process: the live dashboard's aggregator listens on
-`CHANNEL`, idle workers on theirs (workers/runtime/pickup.py).
-
-A thread, because psycopg's `notifies()` blocks; it owns a dedicated connection (never one of
-Django's per-thread connections, which may sit in a transaction: a connection inside a
-transaction receives nothing until it ends). Each NOTIFY on its channel (sent by a trigger at
-COMMIT of a change) calls `notified(payload)`. After a lost connection (a restarted server, a
-killed backend) it reconnects with a growing pause and calls `reconnected()`, since what was
-sent meanwhile is lost.
-"""
+"""A PostgreSQL LISTEN connection of one process, on a thread of its own and a dedicated
+connection: the live dashboard's aggregator listens on `CHANNEL`, idle workers on theirs
+(workers/runtime/pickup.py). Each NOTIFY calls `notified(payload)`; after a lost connection
+it reconnects and calls `reconnected()`. See docs/design/store.md."""
 
 from __future__ import annotations
 

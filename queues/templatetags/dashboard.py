@@ -1,4 +1,6 @@
-"""Filters that format numbers, times and payloads for people, and the sparkline."""
+"""Filters that format numbers, times and payloads for people, the sparkline and the history
+chart, and the tags that make a region live (`live` polls, `live_socket` opens the page's
+WebSocket). See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

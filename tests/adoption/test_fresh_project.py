@@ -58,7 +58,8 @@ def test_the_wheel_carries_what_the_apps_need(installed):
         **{str(p.relative_to(ROOT)): p for app in ("queues", "workers")
            for p in (ROOT / app).rglob("*") if p.suffix in (".py", ".sql")},
     }
-    assert "queues/migrations/0001_initial.py" in files and "queues/sql/sqlite.sql" in files
+    assert "queues/migrations/0001_initial.py" in files
+    assert "queues/store/catalogue/sqlite.sql" in files
     assert set(files) - names == set(), "files the apps need are missing from the wheel"
     # The project, the demo and the tests are this repository's, not the package's.
     assert {name.split("/")[0] for name in names} == {

@@ -1,6 +1,7 @@
 """One worker process: a `Worker` per queue in its own thread, the maintenance thread, and
 the process's `WorkerProcess` row (heartbeat, held and running counts), deleted on a clean
-exit. Signals are the command's business: this takes `stop` and `force` events."""
+exit. Signals are the command's business: this takes `stop` and `force` events. Settings'
+defaults: workers/defaults.py. See docs/design/processes.md."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from queues.api import JobQueue
 from queues.models import WorkerProcess
 from queues.ops.bulk import BulkRunner
 from queues.ops.maintenance import Pruner, Reaper
+from workers import defaults
 from workers.process.maintenance import MaintenanceLoop
 from workers.registry import dispatch
 from workers.runtime.executor import RunawayHandler
@@ -27,26 +29,24 @@ from workers.runtime.faults import GaveUp, retrying
 from workers.worker import Worker
 
 logger = logging.getLogger("workers")
-DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=5)
-DEFAULT_PROGRESS_INTERVAL = timedelta(seconds=10)
 UNREGISTER_PATIENCE = 30.0
 
 
 @dataclass
 class ProcessSettings:
     queues: list[str]
-    batch_size: int = 1
-    concurrency: int = 1
-    lease: timedelta = timedelta(minutes=5)
-    poll_interval: timedelta = timedelta(seconds=1)
+    batch_size: int = defaults.BATCH_SIZE
+    concurrency: int = defaults.CONCURRENCY
+    lease: timedelta = defaults.LEASE
+    poll_interval: timedelta = defaults.POLL_INTERVAL
     burst: bool = False
-    grace_period: timedelta = timedelta(seconds=30)
+    grace_period: timedelta = defaults.GRACE_PERIOD
     reaper: Reaper | None = None
     pruner: Pruner | None = None
     bulk: BulkRunner | None = None
     using: str = "default"
-    heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL
-    progress_interval: timedelta = DEFAULT_PROGRESS_INTERVAL
+    heartbeat_interval: timedelta = defaults.HEARTBEAT_INTERVAL
+    progress_interval: timedelta = defaults.PROGRESS_INTERVAL
     handler: object = field(default=dispatch)
     #: This process's id: its `WorkerProcess` row's, stamped on its claims (a supervisor
     #: names it, to hand back the jobs of a child that died).

@@ -1,13 +1,7 @@
 """The supervisor's lifeline: when a child worker process ends, the jobs it still had
-Running are handed back at once (`queues.ops.maintenance.Lifeline`), instead of after their
-leases, with an error that says the process died. A handler that kills its process
-(`os._exit`, a segfault, the OOM killer) thus costs its job one attempt per death, and the
-job is Dead after `max_attempts` of them, instead of the children dying in a loop.
-
-Each hand-back runs in a thread of its own: the database may be away (it is retried until
-it is back, or until the supervisor is forced), and the supervisor must go on restarting
-children meanwhile.
-"""
+Running are handed back at once (`queues.ops.maintenance.Lifeline`), not after their
+leases, each hand-back in a thread of its own that retries until the database is back.
+See docs/design/processes.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """`runworker --metrics-port` and `--health-port`: small HTTP servers in daemon threads of
-the worker process, each answering every GET path the same way.
-
-- Metrics: prometheus_client's default registry (`workers.metrics`): 401 without
-  `Authorization: Bearer <HAMMERWEB["METRICS_TOKEN"]>` when a token is set.
-- Health: 200 `ok` while, for each queue, the claimer, the writer and the heartbeat threads
-  of its worker run are alive and the database answers a query; otherwise 503 with one line
-  per problem (a draining worker is unhealthy too: it no longer claims).
-"""
+the worker process. Metrics: the default registry, behind `HAMMERWEB["METRICS_TOKEN"]`;
+health: 200 while every worker run's vital threads live and the database answers, else
+503. See docs/design/processes.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """What `runworker` serves beside its work: the probes of `--metrics-port` and
-`--health-port` (workers/process/probes.py), started before the workers and stopped after them."""
+`--health-port` (workers/process/probes.py), started before the workers and stopped after
+them; with `--processes N`, child i serves on PORT+i."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""`runworker --processes N`: N child worker processes, each a `runworker` of its own
-(with its own `WorkerProcess` row); a child that dies is started again. Stop and force
-are passed on to the children as SIGTERM (their first SIGTERM drains, the second forces).
-
-Each child is started with an id of its own (its `WorkerProcess` id, stamped on its claims);
-when a child ends, `on_exit` is told its id, pid and exit status, so that the jobs it held
-are handed back at once (see lifeline.py).
-
-A child runs as its parent would: the same interpreter, settings module, `sys.path` and
-working directory (`child_command`, `child_environment`). It reports through a pipe once it
-has started (`report_started`); one that exits before that cannot start (a broken settings
-module, a missing handler module) and would fail the same way again, so the supervisor
-stops the others and gives up with that child's error (`CannotStart`) instead of restarting
-it for ever. Children's stderr passes through the supervisor, which keeps its last lines.
-"""
+"""`runworker --processes N`: N child worker processes, each a `runworker` of its own with
+an id of its own; a child that dies is started again, and its jobs are handed back at once
+(`on_exit`). Stop and force reach the children as SIGTERM. A child that cannot start ends
+the supervisor with its error (`CannotStart`). See docs/design/processes.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The worker run, split by concern (see run.py)."""
+"""The worker run, split by concern: the claimer, the slots, the writer and the heartbeat,
+each in its own thread, sharing one state (run.py, state.py). See
+docs/design/worker.md."""
 
 from workers.runtime.run import WorkerRun
 from workers.runtime.state import FRESH_START, HeldJob, Request, RunState

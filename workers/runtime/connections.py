@@ -1,22 +1,7 @@
-"""The database connections of the threads that run handlers. Each job gets a usable one, as
-Django's request cycle gives each request one: `close_old_connections()` after every job of a
-thread (so before its next one), whatever the job did, closes a connection that is broken,
-has outlived CONN_MAX_AGE or was left in a transaction, and re-arms the health check
-(CONN_HEALTH_CHECKS) that the connection's next use runs. A thread with no connection open
-(a handler that does not use the database) pays one look-up.
-
-Django's health check is a round trip (`SELECT 1` on PostgreSQL, a ping on MySQL) before the
-first query of each job: for a handler that writes one row, as long as the write itself
-(measured: docs/benchmarks.md). `before_job` does a cheaper check first. A session that the
-server ended (a restart, a terminated backend, a killed connection, a crashed server) leaves
-its socket readable: the server's last message, or the end of the stream. An idle
-connection in autocommit expects nothing from the server, so a socket with nothing to read
-passes, and a readable one gets Django's full check. What neither check can see, a network
-path gone silent, makes a `SELECT 1` hang as long as the handler's own query would.
-
-A run that fails only because the database went away is not the job's fault: `lost_database`
-tells such a failure from one of the handler's own (see `Interrupted` in executor.py).
-"""
+"""The database connections of the threads that run handlers: each job gets a usable one,
+as Django's request cycle gives each request one (`close_old_connections()` after every job,
+a cheap socket check before Django's health check), and `lost_database` tells a run the
+database failed from one the handler failed. See docs/design/worker.md."""
 
 from __future__ import annotations
 

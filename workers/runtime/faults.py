@@ -1,10 +1,7 @@
 """Database faults: a dropped connection or a restarting server is logged and the call is
-retried with backoff, on a fresh connection, until it works or the caller gives up.
-
-Only connection-level errors are retried (`OperationalError`, `InterfaceError`): the
-engine's writes are fenced by the run token, so repeating one whose commit was lost in
-transit changes nothing the second time.
-"""
+retried with backoff, on a fresh connection, until it works or the caller gives up. Only
+connection-level errors are retried; the engine's fenced writes make a repeat harmless.
+See docs/design/worker.md."""
 
 from __future__ import annotations
 

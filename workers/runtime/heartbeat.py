@@ -1,10 +1,7 @@
-"""The heartbeat of a worker run, in its own thread. Every third of the lease, one
-`heartbeat_jobs` call extends the lease of every job the run holds or runs (one statement per
-claim). Between beats, every `check_interval` (1 s by default) while a handler runs, one read
-(`lost_runs`) asks which running jobs' runs are no longer this worker's: an operator
-cancelled, marked dead, retried or released them, or the reaper took them back. Their
-handlers are asked to stop (`on_lost`), so that a cancel reaches a handler within about a
-second, not at the next beat (100 s apart with the default 5 min lease)."""
+"""The heartbeat of a worker run, in its own thread: every third of the lease it extends the
+lease of every held or running job, and between beats it asks (every `check_interval`)
+which running jobs' runs are no longer this worker's, so that their handlers are asked to
+stop. See docs/design/worker.md."""
 
 from __future__ import annotations
 
@@ -16,13 +13,12 @@ from datetime import timedelta
 
 from django.db import connection
 
+from workers import defaults
 from workers.runtime.faults import DB_FAULTS, GaveUp, close_connection, retrying
 
 logger = logging.getLogger("workers")
 #: The shortest heartbeat interval, whatever the lease.
 MIN_INTERVAL = 0.1
-#: How often a run asks whether its running jobs are still its own, between beats.
-DEFAULT_CHECK_INTERVAL = timedelta(seconds=1)
 
 
 def interval_for(lease: timedelta) -> float:
@@ -42,7 +38,7 @@ class Heartbeat:
         in_flight: Callable[[], list],
         running: Callable[[], list],
         on_lost: Callable,
-        check_interval: timedelta | None = DEFAULT_CHECK_INTERVAL,
+        check_interval: timedelta | None = defaults.CANCEL_CHECK_INTERVAL,
     ) -> None:
         self.queue = queue
         self.lease = lease

@@ -1,24 +1,7 @@
-"""How an idle worker notices new work soon without polling the jobs table.
-
-After a claim that got fewer jobs than it asked for, the claimer sleeps here until one of:
-- PostgreSQL: a NOTIFY for its queue (the triggers of `install_pickup_notify` send one at the
-  commit of anything that may make a job claimable: an enqueue, a retry, a release, a
-  requeued or resumed queue, a released dependent); one LISTEN connection per process and
-  database (`Hub`), shared by every worker of the process;
-- SQLite: `PRAGMA data_version` changed (another connection committed), read every
-  `CHECK_SECONDS` on the claimer's own connection: no table is read while nothing changes;
-- MariaDB: `next_due` (a few index probes, no lock) every `CHECK_SECONDS`;
-- the earliest `scheduled_at` of its queue is reached (a scheduled job starts on time);
-- its queue's next rate window opens, after a claim its rate cut short: until then a claim
-  would get nothing, so neither a new job nor a due one wakes it before (`at_rate`);
-- the poll interval ends: the fallback for whatever no signal covered (a NOTIFY lost while
-  the LISTEN connection was down, a queue's limit raised);
-- the run stops.
-
-A check that finds work but whose claim then gets none (the queue is at its limit, another
-worker took the jobs) doubles the next check's wait up to the poll interval, so that such a
-queue is not claimed from every few milliseconds.
-"""
+"""How an idle worker notices new work soon without polling the jobs table: after a short
+claim the claimer sleeps until a per-database signal (NOTIFY, `data_version`, `next_due`),
+a scheduled job's time, the queue's next rate window, the poll interval or the stop.
+See docs/design/worker.md."""
 
 from __future__ import annotations
 

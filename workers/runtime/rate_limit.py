@@ -1,8 +1,6 @@
-"""Rate limits: a token bucket that a worker and its clones share.
-
-One token per claimed job. A job that is claimed but not run (its claim was lost, its queue
-was paused, the worker stopped before it started) gives its token back.
-"""
+"""Rate limits: a token bucket that a worker and its clones share. One token per claimed
+job; a job that is claimed but not run (its claim was lost, its queue was paused, the
+worker stopped before it started) gives its token back."""
 
 from __future__ import annotations
 

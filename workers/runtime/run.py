@@ -1,14 +1,6 @@
-"""One run of a `Worker`: the threads and what they share.
-
-- the claimer (this thread) claims batches sized by the free capacity (claimer.py);
-- `batch_concurrency` slots run the held jobs (slots.py);
-- the writer records the slots' outcomes and starts with group commit (writer.py);
-- the heartbeat keeps the lease of every held or running job, and stops the handlers of
-  runs taken from this worker (cancelled, retried, reaped) (../heartbeat.py);
-- the watcher turns the caller's stop into a wake-up of every waiter.
-
-The state they share and its lock are in state.py; the end of a run in shutdown.py.
-"""
+"""One run of a `Worker`: it starts the threads (the claimer, the slots, the writer, the
+heartbeat and the watcher) on the state they share (state.py), and ends them
+(shutdown.py). See docs/design/worker.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The end of a worker run: held jobs that have not started go back to Pending at once
-(attempt not counted); running ones get the grace period to finish."""
+(attempt not counted); running ones get the grace period to finish, which `force` cuts
+short. See docs/design/worker.md."""
 
 from __future__ import annotations
 

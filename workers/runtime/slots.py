@@ -1,28 +1,7 @@
 """The slots of a worker run: `batch_concurrency` threads, each taking a held job, running
-its handler and handing the outcome to the writer.
-
-A job in no workflow, and in no batch unless it completed, is handed in without waiting for
-its write: the slot takes its next held job at once (after a read that its run is still this
-worker's, its queue not paused and its fail-fast batch not failed, shared by the slots
-asking at the time: start_checks.py; the writer's start marker if that is not so, or if the
-job was claimed too long ago to keep the claim's start time), and the writer records many
-slots' outcomes in one transaction while they run the next ones (such an outcome decides
-the start of no held job: a completion fails no batch). Its permit and its place in
-`running` stay until the write, so the throttle, the queue's limit and the heartbeat still
-count it; at most `RunState.unwritten_limit` outcomes wait so (then the slot waits, as
-below). Any other outcome of a batch's job, and any of a workflow's, waits for its write,
-which also starts the slot's next held job: a fail-fast batch must have failed before this
-slot starts another.
-
-A sync handler that runs past its timeout is recorded TimedOut, but Python cannot stop its
-thread: the slot waits for it (it still holds the slot's share of the concurrency) for the
-grace period. A thread that has not come back by then is a runaway: the run stops claiming,
-drains and ends with `RunawayHandler`, so that the process exits and a fresh one takes over.
-
-A run taken from the worker while its handler runs (cancelled, retried, reaped: the heartbeat
-asked the handler to stop) is not handed to the writer, whose fenced write would miss: the
-slot notes how the handler ended on the run's history row and takes the next job.
-"""
+its handler and handing the outcome to the writer (most without waiting for its write).
+A handler thread that outlives its timeout and the grace period ends the run
+(`RunawayHandler`). See docs/design/worker.md."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
 """The slots' start checks: whether the held jobs they go on to may start without a start
-marker (`JobQueue.may_start`: still this run's, queue not paused, fail-fast batch not
-failed), one read for every slot asking at the time.
-
-A slot that hands in an outcome without waiting for its write (slots.py) must still not
-start a held job whose run an operator took back, or whose queue was paused, since the
-claim. One read per job was a tenth of a no-op job's cost on the servers and more on
-SQLite; the slots of a claim ask within a millisecond of each other, so one read answers
-them all. The rule that keeps it exact: an ask is answered only by a read that began after
-it was asked, so a take-back committed before a slot asked is always seen, as with a read
-of its own. The asks are gathered in rounds: the first ask of a round reads for every ask
-of it, once no read is in flight; the asks that come while it reads make the next round
-(at most two reads' time for any ask).
-
-Each round has its own condition, so a read's end wakes only the asks it answered and the
-next round's first ask: waking every waiter (to find most of them unanswered, waiting for
-the next read) was a third of the checks' cost on PostgreSQL, measured.
-"""
+marker (`JobQueue.may_start`), one read for every slot asking at the time, and never a
+read that began before the ask. See docs/design/worker.md."""
 
 from __future__ import annotations
 

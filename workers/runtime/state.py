@@ -1,11 +1,6 @@
-"""The state a worker run's threads share, and the one lock that guards it.
-
-Who owns what: a claimed job is in `held` (as a `HeldJob`) until a slot takes it, then in
-`running` until its outcome is written; `outbox` holds the slots' requests to the writer.
-All of it, `idle`, `finishing` and `stopping` are guarded by `lock`. Each kind of waiter has
-its own condition on that lock, so a notification wakes only the threads it concerns (a job
-finishing must not wake ten idle slots).
-"""
+"""The state a worker run's threads share, and the one lock that guards it: the held jobs,
+the running ones and the writer's outbox, with a condition per kind of waiter so that a
+notification wakes only the threads it concerns. See docs/design/worker.md."""
 
 from __future__ import annotations
 

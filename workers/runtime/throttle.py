@@ -1,5 +1,6 @@
 """Throttles: `max_concurrent` bounds the jobs that a worker and its clones hold (claimed
-but not started) or run at once; `rate_per_minute` adds a rate limit."""
+but not started) or run at once; `rate_per_minute` adds a rate limit. A worker's clones
+share its throttle (`Worker.clone`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""One aggregator per event loop (daphne runs one loop, so one per web process).
-
-While at least one dashboard is connected it reads each page someone watches (one database
-read per page however many dashboards are open: see `render.PAGES`), renders its live partial
-for each audience with someone connected, and sends a partial to that audience's channels
-group only when its HTML changed.
-
-When it reads: on PostgreSQL when the LISTEN thread is woken by NOTIFY (sent at COMMIT of each
-state change), at most every `PG_MIN_GAP` seconds so a burst of commits costs one read, and
-every `PG_FALLBACK` seconds anyway (NOTIFY is a hint; ages such as "oldest pending" change
-with time alone). Elsewhere there is no NOTIFY: once every `POLL_GAP` seconds. With nobody
-connected it stops (and closes the LISTEN connection).
-"""
+"""One aggregator per event loop (so one per web process): while a dashboard is connected it
+reads each watched page once, however many watch it, and sends each audience's partial only
+when its HTML changed. On PostgreSQL a NOTIFY wakes it (at most every `PG_MIN_GAP` s, and
+every `PG_FALLBACK` s anyway); elsewhere it reads every `POLL_GAP` s.
+See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The dashboard's WebSocket: staff sessions only, then pushed partials as they change."""
+"""The dashboard's WebSocket: active staff sessions only (the pages' rule), each joined to the
+channels group of its page and audience, then sent the partials the aggregator pushes.
+See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""The pages' live partials, rendered once per audience for the push.
-
-Pushed pages are those whose live region is the same for every viewer (`PAGES`): the
-overview and the workers, reaper and recurring pages. (A queue's or a job's page depends on its
-viewer's filters and cursor, so it would cost a read per viewer: those keep polling.) The
-pushed HTML is the same `{% partialdef %}` the 2 s poll returns, so htmx's ws extension swaps
-it out-of-band by its id. It cannot depend on one user: what differs between users is only
-which permission-gated buttons show (a page's permissions), so there is one rendering, and
-one channels group, per page and set of those permissions. No CSRF token is rendered into
-the forms: htmx sends the page's token in the `X-CSRFToken` header (`hx-headers` on <body>),
-and a token rendered here would belong to no one's session.
-"""
+"""The pages' live partials, rendered once per audience for the push. Pushed pages (`PAGES`)
+are those whose live region is the same for every viewer: one rendering, and one channels
+group, per page and set of gated permissions. No CSRF token is rendered (it would be no
+one's): htmx sends the page's own in a header. See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What every dashboard view shares: staff login, permission checks, partial rendering, and
-the answer to an action (a notice in place plus a `refresh` event for the live regions)."""
+"""What every dashboard view shares: staff login, permission checks, partial rendering, the
+refusal of text no column can store, and the answer to an action (a notice in place plus a
+`refresh` event for the live regions). See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

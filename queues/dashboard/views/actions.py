@@ -1,6 +1,6 @@
 """Dashboard actions. Each calls one engine method of `JobQueue`, the same method the admin
 calls; a refused transition (`QueueError`) becomes a message shown in place (see
-`access.action`)."""
+`access.action`). See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The all-queues jobs page and "retry / cancel / delete all N matching": a confirmation
 that shows the count, the start of a background operation (`queues.ops.bulk`), its progress
 (polled in place) and its cancel. The permissions are those of the same action on selected
-jobs (`actions.JOB_ACTIONS`); every step is a POST with a CSRF token but the progress."""
+jobs (`actions.JOB_ACTIONS`). See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Batches and workflows: lists with progress, and a page per batch or workflow."""
+"""Batches and workflows: lists with their progress, and a page per batch or workflow (a
+workflow's page draws its dependency graph, `queues.dashboard.graph`).
+See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The reaper, recurring jobs and worker processes."""
+"""The operations pages: the reaper (its runs and the expired leases), recurring jobs, worker
+processes, and the history of completions, failures and retries.
+See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The overview, queue and job pages."""
+"""The overview, a queue's page (its counts, filters and job list) and a job's page (its
+fields, dependencies, attempts and the actions its status allows).
+See docs/design/dashboard.md."""
 
 from __future__ import annotations
 

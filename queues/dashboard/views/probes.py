@@ -1,13 +1,7 @@
-"""The views an operator mounts for machines: Prometheus metrics and a health probe.
-
-    path("metrics/", queues.dashboard.views.probes.metrics),
-    path("healthz", queues.dashboard.views.probes.healthz),
-
-`metrics` answers a staff user's session, or a bearer token (HAMMERWEB["METRICS_TOKEN"]):
-401 without credentials (or with a wrong token), 403 for a signed-in user who is not staff.
-`healthz` is open (a load balancer has no credentials) and says only whether the database
-answers.
-"""
+"""The views an operator mounts for machines: `metrics` (Prometheus; a staff session or the
+bearer token `HAMMERWEB["METRICS_TOKEN"]`, else 401 or 403) and `healthz` (open to a load
+balancer; says only whether the database answers). The paths to add are in
+docs/design/dashboard.md."""
 
 from __future__ import annotations
 

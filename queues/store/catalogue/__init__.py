@@ -1,10 +1,7 @@
-"""The SQL catalogue: one file per vendor, each a list of named queries.
-
-Each query is a block headed ``-- name: <query_name>`` followed by comment lines that say
-why it is written that way, then the statement. Every vendor file defines the same names
-(a test checks it). Parameters use Django's ``%(name)s`` placeholders in every file, so a
-literal ``%`` must be written ``%%``; Django rewrites placeholders for SQLite.
-"""
+"""The SQL catalogue: one file per vendor, each a list of named queries (a block headed
+``-- name: <query_name>``, its comments, then the statement); every vendor file defines the
+same names. Parameters use Django's ``%(name)s`` placeholders, so a literal ``%`` is ``%%``.
+See docs/design/store.md."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
-"""Completions per queue and minute that stay cheap to read on a large table.
-
-Database triggers (`install_completion_counts` in each vendor's SQL catalogue) add to a
-`CompletionCount` row in the transaction of every completion, whoever writes it (the engine,
-the admin, plain SQL). A completion is a write that gives a job's `completed_at` a value it
-did not have: a job that completes, a recurring job that completes a run (its row goes back
-to Pending with the new `completed_at`), a row inserted already completed. It is counted in
-the minute (UTC) of that `completed_at`, and never taken back: throughput is what happened,
-so deleting a completed job, or sending it back to Pending (by hand: the engine retries no
-completed job) and completing it again, leaves the minutes already counted as they are (the
-second completion is counted too). As long as no job completes twice (recurring jobs) and
-no completed job is deleted, a queue's count of a minute therefore equals
-``COUNT(*) ... WHERE status = 'Completed' GROUP BY queue_name, minute(completed_at)``.
-
-The dashboard's throughput reads a handful of these rows per queue; the pruner
-(`queues.ops.maintenance`) deletes the minutes older than `KEPT`.
-"""
+"""Completions per queue and minute (`CompletionCount`), kept by database triggers in the
+transaction of every write that gives a job's `completed_at` a new value, whoever writes it.
+Counted in that minute (UTC) and never taken back; read by the throughput and the history,
+pruned after `KEPT`. See docs/design/counters.md."""
 
 from __future__ import annotations
 

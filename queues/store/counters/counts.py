@@ -1,9 +1,7 @@
-"""Exact job counts per queue and status that stay cheap on a large table.
-
-Database triggers (`install_job_counts` in each vendor's SQL catalogue) keep `JobCount` rows in
-the same transaction as every change of a job's status, so reading the counts of every queue
-is a scan of a few rows, never of the jobs table.
-"""
+"""Exact job counts per queue and status (`JobCount`), cheap on any table: database triggers
+(`install_job_counts` in each vendor's catalogue) keep them in the same transaction as every
+change of a job's status, so reading every queue's counts is a scan of a few rows, never of
+the jobs table. See docs/design/counters.md."""
 
 from __future__ import annotations
 

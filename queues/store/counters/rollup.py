@@ -1,23 +1,8 @@
-"""Completions, failures and retries per queue and hour, so that a week of history reads a
-handful of rows per queue whatever the number of jobs.
-
-The per-minute sources are trigger-kept counters, a handful of rows per queue and minute however
-many jobs ran: `CompletionCount` (`queues.store.counters.completions`) and `AttemptCount`
-(`queues.store.counters.attempt_counts`: the error history's rows counted by queue, minute and the
-job's status after the attempt, which tells a retry from a failure by the rule below), both sharded
-and pruned after a day. The error history itself (`FailedAttempt`, a row per failed attempt) is
-never read here. `roll_up` sums the closed hours of both into `HourlyCount` rows; the pruner calls
-it on every run (every 10 minutes in `runworker`), so the rows outlive the minutes.
-
-A read (`counts`) takes the hours up to the newest rolled-up one from `HourlyCount`, and the
-hours after it from the minutes, so the history is right whether or not a pruner ran lately
-(as long as it ran within the day the minutes are kept).
-
-What counts: a completion as `queues.store.counters.completions` counts it (recurring jobs' runs
-included); a failure is an attempt after which the job is Failed, Dead or TimedOut; a retry, an
-attempt after which it is Pending or Retrying again (the reaper's rescues and an operator's retry of
-a running job included: each ended an attempt that did not complete).
-"""
+"""Completions, failures and retries per queue and hour (`HourlyCount`), summed by `roll_up`
+from the per-minute counters, so a week of history is a handful of rows per queue; `hourly`
+reads the rolled-up hours and the minutes after them. The rule (`kind_of`): a failure is an
+attempt that left the job Failed, Dead or TimedOut; a retry, one that left it Pending or
+Retrying. See docs/design/counters.md."""
 
 from __future__ import annotations
 

@@ -3,10 +3,13 @@ engine, and a refusal is a message, never a 500."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib import admin
 from django.contrib.admin import helpers
 from django.contrib.auth.models import User
+from django.db import connection
 from django.urls import reverse
 
 from queues.api import Job, JobStatus
@@ -147,3 +150,15 @@ def test_pause_and_resume_the_queues_of_selected_jobs(superuser_client, engine):
     assert QueuePause.objects.get(queue_name=queue).paused_by == "root"
     _act(superuser_client, "job", "resume_queues", [job])
     assert not engine.is_queue_paused(queue)
+
+
+@pytest.mark.parametrize("model", [Batch, Workflow])
+def test_a_group_page_shows_every_column_in_the_tables_order(superuser_client, model):
+    group = model.objects.create(name="g", total_jobs=1)
+    with connection.cursor() as cursor:
+        table = connection.introspection.get_table_description(cursor, model._meta.db_table)
+    columns = [column.name for column in table if column.name != "id"]
+    url = reverse(f"admin:queues_{model._meta.model_name}_change", args=[group.pk])
+    page = superuser_client.get(url)
+    shown = re.findall(r'class="form-row field-(\w+)', page.content.decode())
+    assert page.status_code == 200 and shown == columns

@@ -1,4 +1,4 @@
-"""The jobs a claim hands out are built from its raw rows (queues/engine/rows.py) without
+"""The jobs a claim hands out are built from its raw rows (queues/store/sql/rows.py) without
 `Model.__init__`: each must be the job the ORM would load, and a project's `pre_init` or
 `post_init` receiver for jobs must still be heard."""
 

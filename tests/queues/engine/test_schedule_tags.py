@@ -14,7 +14,7 @@ from queues.exceptions import InvalidSchedule
 from queues.models import JobTag
 from queues.schedules import parse
 from queues.store import Match
-from queues.store.sql import SqlStore
+from queues.store.sql.store import SqlStore
 from tests.queues.conftest import unique_queue
 from tests.queues.test_schedules import entry, row_of
 

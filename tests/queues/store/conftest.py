@@ -1,10 +1,8 @@
 """The conformance suite of the stores (after River's driver suite): each contract of the
-`Store` protocol (`queues/engine/base.py`), exercised with store operations only, on the SQL
-store of this run's database and on the memory store. `JobQueue` is written once over these
-operations, so a store that passes here gives `TestQueue` the database's behaviour.
-
-This module holds the `store` fixture and the helpers; the tests are by section of the
-protocol: transactions, claims, runs, and rows (jobs, dependencies, groups, pauses)."""
+`Store` protocol (`queues/store/base.py`), exercised with store operations only, on the SQL
+store of this run's database and on the memory store, so that a store that passes gives
+`TestQueue` the database's behaviour. Here: the `store` fixture and the helpers; the tests
+go by section of the protocol (transactions, claims, runs, rows, selections, upkeep)."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from django.db import connection
 
 from queues.models import Job
 from queues.store import ClaimParams, Match, sql_store
-from queues.store.memory import MemoryStore
+from queues.store.memory.store import MemoryStore
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)

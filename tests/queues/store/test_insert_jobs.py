@@ -131,7 +131,7 @@ def test_a_job_of_defaults_is_stored_as_djangos_own_insert_stores_it():
 
 
 def test_inserted_jobs_are_saved_ones_and_many_take_several_statements(monkeypatch):
-    from queues.store import sql as engine_sql
+    import queues.store.sql.store as engine_sql
 
     monkeypatch.setattr(engine_sql, "INSERT_BATCH", 3)
     jobs = [Job(queue_name="insert_many", payload={"i": i}) for i in range(7)]
@@ -152,7 +152,7 @@ def test_inserted_jobs_are_saved_ones_and_many_take_several_statements(monkeypat
 def test_statements_are_cut_by_size_and_a_larger_row_goes_alone(monkeypatch):
     """MariaDB refuses a statement over its max_allowed_packet, PostgreSQL a jsonb value over
     256 MiB: rows are cut by their text's size too, not only by their number."""
-    from queues.store import sql as engine_sql
+    import queues.store.sql.store as engine_sql
 
     big = Job(queue_name="insert_sized", payload={"text": "x" * 3000})
     small = [Job(queue_name="insert_sized", payload={"i": i}) for i in range(6)]

@@ -9,7 +9,7 @@ from queues import enums
 from queues.api import JobPriority, JobStatus
 from queues.models import Batch, Job, QueuePause, ReaperRun, Workflow
 from queues.store import Match
-from queues.store.memory import MemoryStore
+from queues.store.memory.store import MemoryStore
 from tests.queues.conftest import unique_queue
 from tests.queues.store.conftest import T0, claim, insert, job, one
 

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from queues.api import Job, JobQueue
-from queues.store import session
+from queues.store.sql import session
 from tests.conftest import unique_queue
 
 pytestmark = pytest.mark.django_db(transaction=True)

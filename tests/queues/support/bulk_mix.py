@@ -1,6 +1,6 @@
 """A mix of jobs in every state an operator meets, built twice alike, and a snapshot of what
 the engine left of them: the comparison of `retry_jobs` / `cancel_jobs` with the single
-methods called one by one (`tests/queues/engine/test_operator_batches.py`), written once."""
+methods called one by one (`tests/queues/engine/test_operators.py`), written once."""
 
 from __future__ import annotations
 

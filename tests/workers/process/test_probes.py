@@ -112,6 +112,10 @@ def test_metrics_of_a_real_run(runworker):
     assert value(parsed, "hammerweb_queue_oldest_due_seconds", queue=PROBE_QUEUE) == 0
     assert 120 <= value(parsed, "hammerweb_queue_oldest_due_seconds", queue="probe_late") < 300
     assert value(parsed, "hammerweb_workers_alive") == 1
+    # The process's row is written at its heartbeats (every 5 s): on a slow machine the last
+    # one may have come while the jobs were still held, so wait for the one after the work.
+    wait_until(lambda: WorkerProcess.objects.get().jobs_held == 0, 30, "no heartbeat since")
+    parsed = samples(generate_latest(queue_registry()).decode())
     row = WorkerProcess.objects.get()
     labels = {"process": str(row.id), "hostname": row.hostname, "pid": str(run.proc.pid)}
     assert value(parsed, "hammerweb_process_jobs_held", **labels) == 0

@@ -1,10 +1,7 @@
 """`manage.py runworker QUEUE [QUEUE ...]`: run the handlers of these queues (and the
-django.tasks tasks enqueued on them) until stopped, or until they are empty (`--burst`).
-
-The first SIGTERM/SIGINT drains (unstarted jobs are released, running ones get the grace
-period); the second forces the exit. This command wins over channels' `runworker` because
-`workers` is listed first in INSTALLED_APPS.
-"""
+django.tasks tasks enqueued on them) until stopped, or until they are empty (`--burst`);
+with `--processes N`, as N supervised child processes. The first SIGTERM/SIGINT drains, the
+second forces the exit. Option defaults: workers/defaults.py. See docs/design/processes.md."""
 
 from __future__ import annotations
 
@@ -22,7 +19,8 @@ from django.core.management.base import BaseCommand, CommandError
 from queues.api import JobQueue, QueueError
 from queues.cli.parsing import queue_name_argument
 from queues.ops.bulk import BulkRunner
-from queues.ops.maintenance import DEFAULT_PRUNE_INTERVAL, Pruner, Reaper
+from queues.ops.maintenance import Pruner, Reaper
+from workers import defaults
 from workers.process.host import ProcessSettings, WorkerProcessRuntime
 from workers.process.lifeline import ChildLifeline
 from workers.process.logformat import FORMATS, formatter, log_jobs
@@ -41,6 +39,8 @@ from workers.runtime.faults import GaveUp, retrying
 logger = logging.getLogger("workers")
 #: How long a supervisor that stops waits for the hand-back of its last children's jobs.
 LIFELINE_PATIENCE = 30.0
+#: `--prune-after` counts days.
+PRUNE_AFTER_DAYS = defaults.PRUNE_AFTER / timedelta(days=1)
 
 
 def positive_int(text: str) -> int:
@@ -67,6 +67,11 @@ def seconds_or_zero(text: str) -> timedelta:
     return seconds(text, allow_zero=True)
 
 
+def in_seconds(duration: timedelta) -> str:
+    """A duration as the help text gives it: 300, 0.5."""
+    return f"{duration.total_seconds():g}"
+
+
 def days(text: str) -> float:
     try:
         value = float(text)
@@ -82,28 +87,34 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("queues", nargs="+", type=queue_name_argument, metavar="QUEUE")
-        parser.add_argument("--batch-size", type=positive_int, default=10,
-                            help="jobs claimed at once per queue (default 10)")
-        parser.add_argument("--concurrency", type=positive_int, default=1,
-                            help="jobs run at once per queue (default 1)")
-        parser.add_argument("--lease", type=seconds, default=timedelta(minutes=5),
-                            help="lease of each claimed job, in seconds (default 300)")
-        parser.add_argument("--poll-interval", type=seconds, default=timedelta(seconds=1),
-                            help="seconds between polls of an empty queue (default 1)")
+        parser.add_argument("--batch-size", type=positive_int, default=defaults.BATCH_SIZE,
+                            help=f"jobs claimed at once per queue (default "
+                                 f"{defaults.BATCH_SIZE})")
+        parser.add_argument("--concurrency", type=positive_int, default=defaults.CONCURRENCY,
+                            help=f"jobs run at once per queue (default {defaults.CONCURRENCY})")
+        parser.add_argument("--lease", type=seconds, default=defaults.LEASE,
+                            help=f"lease of each claimed job, in seconds (default "
+                                 f"{in_seconds(defaults.LEASE)})")
+        parser.add_argument("--poll-interval", type=seconds, default=defaults.POLL_INTERVAL,
+                            help=f"seconds between polls of an empty queue (default "
+                                 f"{in_seconds(defaults.POLL_INTERVAL)})")
         parser.add_argument("--grace-period", type=seconds_or_zero,
-                            default=timedelta(seconds=30),
-                            help="seconds running jobs get to finish on stop (default 30)")
+                            default=defaults.GRACE_PERIOD,
+                            help=f"seconds running jobs get to finish on stop (default "
+                                 f"{in_seconds(defaults.GRACE_PERIOD)})")
         parser.add_argument("--processes", type=positive_int, default=1,
                             help="worker processes (default 1: this one); above 1, "
                                  "supervised child processes, restarted when they die")
         parser.add_argument("--burst", action="store_true",
                             help="exit (0) once the queues have nothing left to claim")
         parser.add_argument("--reaper-interval", type=seconds_or_zero,
-                            default=timedelta(seconds=60),
-                            help="seconds between reaper passes (default 60; 0: no reaper)")
-        parser.add_argument("--prune-after", type=days, default=7.0, metavar="DAYS",
-                            help="delete finished jobs and reaper runs older than this "
-                                 "many days (default 7; 0: never)")
+                            default=defaults.REAPER_INTERVAL,
+                            help=f"seconds between reaper passes (default "
+                                 f"{in_seconds(defaults.REAPER_INTERVAL)}; 0: no reaper)")
+        parser.add_argument("--prune-after", type=days, default=PRUNE_AFTER_DAYS,
+                            metavar="DAYS",
+                            help=f"delete finished jobs and reaper runs older than this "
+                                 f"many days (default {PRUNE_AFTER_DAYS:g}; 0: never)")
         parser.add_argument("--include", action="append", default=[], metavar="MODULE",
                             help="import this module too (for its handlers or tasks)")
         parser.add_argument("--database", default="default", help="database alias")
@@ -201,7 +212,7 @@ class Command(BaseCommand):
         # the bookkeeping rows (old completion counts, dead worker processes).
         prune_after = options["prune_after"]
         pruner = Pruner(queue, timedelta(days=prune_after) if prune_after > 0 else None,
-                        interval=DEFAULT_PRUNE_INTERVAL)
+                        interval=defaults.PRUNE_INTERVAL)
         return ProcessSettings(
             queues=options["queues"],
             batch_size=options["batch_size"],

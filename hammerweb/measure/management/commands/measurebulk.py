@@ -22,7 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from queues.engine import transitions
-from queues.engine.operator_batches import JobsActed
+from queues.engine.operators import JobsActed
 from queues.engine.queue import JobQueue
 from queues.enums import JobStatus
 from queues.exceptions import InvalidJobTransition

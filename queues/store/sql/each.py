@@ -1,12 +1,7 @@
 """One UPDATE that gives each row its own values (the outcomes of a batch: each job's result,
 retry time or error): `CASE id WHEN ... THEN ... END` per column whose values differ, the
-columns every row gives the same value set plainly.
-
-The CASE is rendered here rather than with the ORM's `Case(When(pk=...))`: resolving one
-`When` per row and column cost more than the statement saves (a fifth of a runworker's busy
-time on a dict-returning handler, profiled). Values are adapted by their model field, as
-the ORM adapts them; PostgreSQL gets the CAST that `bulk_update` adds (a CASE of parameters
-has no type of its own there)."""
+columns every row gives the same value set plainly; rendered here, not with the ORM's
+`Case(When(...))`, which cost more than it saves. See docs/design/store.md."""
 
 from __future__ import annotations
 

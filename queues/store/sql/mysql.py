@@ -1,5 +1,6 @@
 """MySQL/MariaDB: a claim is two statements in one transaction (no UPDATE ... RETURNING), and
-deadlocks and lock wait timeouts are worth a retry."""
+deadlocks and lock wait timeouts are worth a retry. The engine needs READ COMMITTED (see
+`session`). See docs/design/store.md."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from django.db import DatabaseError
 
 from queues.enums import JobStatus
 from queues.store.base import ClaimParams
-from queues.store.sql import SqlStore
+from queues.store.sql.store import SqlStore
 
 # Deadlock, lock wait timeout.
 _RETRYABLE = {1213, 1205}

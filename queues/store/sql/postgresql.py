@@ -1,12 +1,13 @@
-"""PostgreSQL: the catalogue's statements on server-binding cursors (prepared by psycopg), the
-strict claim in autocommit, and which errors are worth a retry."""
+"""PostgreSQL: the catalogue's statements on server-binding cursors (prepared by psycopg), ids
+as one `uuid[]` text parameter, the strict claim in autocommit, and which errors are worth
+a retry. See docs/design/store.md."""
 
 from __future__ import annotations
 
 from django.db import DatabaseError
 
-from queues.store import session
-from queues.store.sql import SqlStore
+from queues.store.sql import session
+from queues.store.sql.store import SqlStore
 
 # Deadlock, serialization failure, lock not available.
 _RETRYABLE = {"40P01", "40001", "55P03"}

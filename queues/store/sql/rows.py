@@ -1,4 +1,6 @@
-"""Turns rows of raw SQL into `Job` instances, with the same conversions as the ORM."""
+"""Turns rows of raw SQL (the catalogue's claims) into `Job` instances, with the same
+conversions as the ORM, found once per column layout: a batch of rows costs no more than
+the conversions themselves. See docs/design/store.md."""
 
 from __future__ import annotations
 

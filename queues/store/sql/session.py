@@ -1,22 +1,7 @@
 """What the engine sets up on its own connections and transactions, so that it behaves the
-same whatever the project's DATABASES say (Hammerweb is an app inside someone's project):
-
-- SQLite: the engine's transactions begin IMMEDIATE. Its claims and outcomes read, then
-  write; a DEFERRED transaction (Django's default) that must upgrade its read lock to a
-  write lock while another connection writes fails at once with "database is locked",
-  whatever the busy timeout. BEGIN IMMEDIATE takes the write lock first, so writers queue
-  behind each other within the timeout instead.
-- PostgreSQL: the catalogue's statements run on server-binding cursors and are prepared on
-  each connection (`HAMMERWEB["PG_PREPARE"]`, on by default), so PostgreSQL plans each once
-  per connection. Django's own cursors bind client-side and never prepare, and Django
-  turns psycopg's automatic preparing off (`prepare_threshold` None) for the sake of
-  poolers; the engine asks for its statements only, and leaves the others as they were.
-- MySQL/MariaDB: READ COMMITTED (`MYSQL_ISOLATION`). Under REPEATABLE READ the claim's
-  locking reads take gap locks that block enqueues and deadlock concurrent claims. Django's
-  MySQL backend uses READ COMMITTED unless OPTIONS["isolation_level"] says otherwise; the
-  engine cannot set the level per transaction without one more round trip for each of them,
-  so a system check (queues.E011) refuses another level instead.
-"""
+same whatever the project's DATABASES say: SQLite's transactions begin IMMEDIATE,
+PostgreSQL's catalogue statements are prepared on server-binding cursors, and MySQL/MariaDB
+must run READ COMMITTED. See docs/design/store.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""SQLite: no array parameter, and a lock that outlived the busy timeout is worth a retry."""
+"""SQLite: no array parameter (ids go as JSON, read with `json_each`), and a lock that
+outlived the busy timeout is worth a retry. The engine's transactions begin IMMEDIATE (see
+`session`). See docs/design/store.md."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import json
 
 from django.db import DatabaseError, OperationalError
 
-from queues.store.sql import SqlStore
+from queues.store.sql.store import SqlStore
 
 
 class SQLiteStore(SqlStore):

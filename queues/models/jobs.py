@@ -1,0 +1,243 @@
+"""The jobs' table (`Job`) and the edges of their dependency graph (`JobDependency`). A job
+moves Pending, Running, then Completed, Failed, Dead or TimedOut; a Running row always
+carries a lease and the token of its run (a check constraint), which every write of the run
+matches. See docs/design/tables.md for the states, the indexes and the constraints."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from queues.enums import PRIORITY_CHOICES, DependencyStatus, JobPriority, JobStatus
+from queues.exceptions import InvalidJob
+from queues.models.fields import MAX_QUEUE_NAME_LENGTH, PortableIndex, PortableUniqueConstraint
+from queues.models.groups import Batch, Workflow
+
+
+class Job(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    queue_name = models.CharField(max_length=MAX_QUEUE_NAME_LENGTH)
+    payload = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    priority = models.SmallIntegerField(choices=PRIORITY_CHOICES, default=JobPriority.NORMAL)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=3)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    scheduled_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    timed_out_at = models.DateTimeField(null=True, blank=True)
+    error_message = models.TextField(null=True, blank=True)
+    timeout = models.DurationField(null=True, blank=True)
+    retry_strategy = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    # Recurring jobs: one row, rescheduled in place. `recurring` is False for a disabled one.
+    cron_schedule = models.CharField(max_length=100, null=True, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    recurring = models.BooleanField(default=False)
+
+    batch = models.ForeignKey(
+        Batch, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
+    workflow = models.ForeignKey(
+        Workflow, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
+    # The ids (as strings) of the jobs this one waits for; the edges are also in JobDependency.
+    depends_on = models.JSONField(default=list, blank=True)
+    dependency_status = models.CharField(
+        max_length=10, choices=DependencyStatus.choices, default=DependencyStatus.NONE
+    )
+
+    # The lease of the current run.
+    run_token = models.UUIDField(null=True, blank=True, editable=False)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The worker process (its `WorkerProcess` id) whose claim the current or last run was,
+    # so that a supervisor can hand back a dead child's jobs at once, not after their lease.
+    claimed_by = models.UUIDField(null=True, blank=True, editable=False)
+
+    # Unique jobs (queues/engine/unique.py): the key, the statuses and period for which the job
+    # holds it ({"statuses": [...], "period": seconds}), and its slot, a digest of queue
+    # and key under a unique index. The slot stays on the row after the job stops holding
+    # the key, until the next enqueue of the key finds it so and clears it: no write of a
+    # run touches these columns.
+    unique_key = models.CharField(max_length=255, null=True, blank=True)
+    unique_scope = models.JSONField(null=True, blank=True, editable=False)
+    unique_slot = models.CharField(max_length=64, null=True, blank=True, editable=False)
+    # A schedule declared in settings (HAMMERWEB["SCHEDULES"], queues/schedules.py): its
+    # name, and when a sync found it gone from the settings (and disabled it).
+    schedule_name = models.CharField(max_length=255, null=True, blank=True, editable=False)
+    schedule_removed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Tags and metadata (queues/tags.py), given at enqueue and never changed: on the row so
+    # that every read returns them; the tags are also rows of `JobTag`, which filters read.
+    tags = models.JSONField(default=list, blank=True, editable=False)
+    meta = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-priority", "scheduled_at", "id"]
+        indexes = [
+            # The claim: claimable rows of a queue, in claim order.
+            PortableIndex(
+                fields=["queue_name", "status", "-priority", "scheduled_at", "id"],
+                condition=Q(status=JobStatus.PENDING),
+                name="job_claim_order",
+            ),
+            # The reaper: running rows by lease expiry.
+            PortableIndex(
+                fields=["status", "lease_expires_at"],
+                condition=Q(status=JobStatus.RUNNING),
+                name="job_lease_expiry",
+            ),
+            # Counts, listings, pruning; its times serve the history page's sample from the
+            # index alone (queues.reads.trends).
+            models.Index(
+                fields=[
+                    "queue_name",
+                    "status",
+                    "created_at",
+                    "scheduled_at",
+                    "started_at",
+                    "completed_at",
+                ],
+                name="job_queue_status",
+            ),  # fmt: skip
+            models.Index(fields=["status", "completed_at"], name="job_status_completed"),
+            # Newest first: the admin's job list and the all-queues jobs page.
+            models.Index(fields=["created_at", "id"], name="job_created"),
+            PortableIndex(
+                fields=["recurring", "next_run_at"],
+                condition=Q(cron_schedule__isnull=False),
+                name="job_recurring",
+            ),
+        ]
+        constraints = [
+            # Unique jobs and declared schedules: one holder of a key (or name) at a time.
+            PortableUniqueConstraint(
+                fields=["unique_slot"],
+                condition=Q(unique_slot__isnull=False),
+                name="job_unique_slot",
+            ),
+            models.CheckConstraint(
+                condition=Q(priority__gte=0, priority__lte=4), name="job_priority_range"
+            ),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_min"),
+            models.CheckConstraint(
+                condition=Q(status__in=JobStatus.values), name="job_status_known"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=JobStatus.RUNNING)
+                | Q(
+                    run_token__isnull=False,
+                    lease_expires_at__isnull=False,
+                    started_at__isnull=False,
+                ),
+                name="job_running_has_lease",
+            ),
+            models.CheckConstraint(
+                condition=Q(status=JobStatus.RUNNING) | Q(run_token__isnull=True),
+                name="job_token_only_while_running",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=JobStatus.COMPLETED) | Q(completed_at__isnull=False),
+                name="job_completed_has_time",
+            ),
+            models.CheckConstraint(
+                condition=Q(cron_schedule__isnull=False) | Q(recurring=False),
+                name="job_recurring_has_cron",
+            ),
+        ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A new job is due when it is built: one instant for both, so that the delay
+        # (scheduled_at - created_at) is exactly zero unless the caller set one.
+        if not args and "scheduled_at" not in kwargs:
+            self.scheduled_at = self.created_at
+
+    def __str__(self) -> str:
+        return f"{self.queue_name}:{self.id} ({self.status})"
+
+    @classmethod
+    def check(cls, **kwargs):
+        # Django warns that MySQL/MariaDB drop a partial index's condition (models.W037):
+        # PortableIndex drops it on purpose and keeps the columns. Silenced for this model
+        # only, so that a project need not silence it for its own.
+        return [error for error in super().check(**kwargs) if error.id != "models.W037"]
+
+    @property
+    def is_recurring(self) -> bool:
+        return bool(self.cron_schedule)
+
+    # The scope of a unique key, as keywords of `Job(...)` (checked at enqueue, see
+    # queues/engine/unique.py): the statuses in which the job holds its key, and a period after
+    # its creation during which it holds the key whatever its status.
+    @property
+    def unique_statuses(self) -> list[str] | None:
+        return (self.unique_scope or {}).get("statuses")
+
+    @unique_statuses.setter
+    def unique_statuses(self, statuses) -> None:
+        self.unique_scope = {**(self.unique_scope or {}), "statuses": statuses}
+
+    @property
+    def unique_period(self) -> timedelta | None:
+        seconds = (self.unique_scope or {}).get("period")
+        return None if seconds is None else timedelta(seconds=seconds)
+
+    @unique_period.setter
+    def unique_period(self, period: timedelta | None) -> None:
+        if period is not None and not isinstance(period, timedelta):
+            # Refused here: the scope stores seconds, and a number is not a duration.
+            raise InvalidJob("unique_period must be a positive timedelta")
+        seconds = None if period is None else period.total_seconds()
+        self.unique_scope = {**(self.unique_scope or {}), "period": seconds}
+
+    def depends_on_job(self, other: Job) -> Job:
+        """Make this job wait for `other`; returns self for chaining."""
+        ids = [str(i) for i in self.depends_on]
+        if str(other.id) not in ids:
+            ids.append(str(other.id))
+        self.depends_on = ids
+        return self
+
+    #: Set (True) by the worker running this job once its run is no longer the worker's
+    #: (cancelled, retried, released, reaped); see `cancel_requested`.
+    _cancel_requested = False
+
+    def cancel_requested(self) -> bool:
+        """In a handler a worker runs: whether this run was cancelled (or otherwise taken
+        from its worker) while it runs. The handler should stop soon (return or raise):
+        nothing it returns is recorded. Always False outside a worker's run."""
+        return self._cancel_requested
+
+    @property
+    def duration(self):
+        """How long the run took (finished minus actual start), or None."""
+        end = self.completed_at or self.failed_at or self.timed_out_at
+        if self.started_at and end and end >= self.started_at:
+            return end - self.started_at
+        return None
+
+
+class JobDependency(models.Model):
+    """An edge of the dependency graph: `job` waits for `parent`. Indexed both ways so
+    that a finished parent finds its dependents without scanning JSON."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependency_edges")
+    parent = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependent_edges")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "parent"], name="job_dependency_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} waits for {self.parent_id}"
