@@ -22,17 +22,18 @@ def purge(command, queue, options) -> None:
     age = parsing.duration(options["older_than"], "--older-than")
     size = parsing.positive(options["batch_size"], "--batch-size", MAX_BATCH)
     selection = Selection.from_options(
-        {"queue": options["queue"], "status": options["status"]}, finished_only=True
+        {"queue": options["queue"], "status": options["status"], "tag": options.get("tag")},
+        finished_only=True,
     )
     cutoff = queue.now() - age
     rows = Filtered(cutoff, selection)
     # A filter narrows single jobs; batches and workflows go whole, on an unfiltered purge.
-    with_groups = not selection.queue and not selection.statuses
+    with_groups = selection.is_empty
     groups = queue.store.finished_groups(cutoff) if with_groups else []
     count = queue.store.count_selected(rows)
     group_jobs = sum(group.total_jobs for group in groups)
     what = f"{count:,} jobs that finished before {cutoff.isoformat(timespec='seconds')}"
-    if selection.queue or selection.statuses:
+    if not selection.is_empty:
         what += f" ({selection.describe()})"
     if groups:
         what += f", and {len(groups):,} batches and workflows with their {group_jobs:,} jobs"

@@ -94,3 +94,25 @@ def test_the_filtered_rule_as_a_query_and_as_a_test_of_one_row_agree(queue):
     selected = set(queue.store.select_ids(rule, among=[job.id for job in rows]))
     assert selected == {job.id for job in rows if rule.matches(job)} == set(dead)
     assert queue.store.count_selected(rule) == 1
+
+
+def test_a_purge_by_tag_deletes_only_the_tagged_jobs_and_leaves_groups_alone(queue):
+    name = unique_queue("cli_purge_tag")
+    queue.enqueue_many([Job(queue_name=name, payload={"n": i}, tags=["old-import"] if i else [])
+                        for i in range(3)])
+    runs = queue.dequeue(name, DequeueOptions(batch_size=3))
+    queue.finish_job_runs([(run, JobOutcome.completed()) for run in runs])
+    tagged = [run.id for run in runs if run.tags]
+    untagged = [run.id for run in runs if not run.tags]
+    batch = queue.enqueue_batch(JobBatch("tagless", [Job(queue_name=name)]))
+    done = queue.dequeue(name, DequeueOptions(batch_size=1))
+    queue.finish_job_runs([(run, JobOutcome.completed()) for run in done])
+    queue.clock.advance(LONG_AGO)
+
+    seen = run(queue, tag="old-import", dry_run=True)
+    assert seen.stdout[0].startswith("2 jobs that finished before")
+    assert seen.stdout[0].endswith("(tag 'old-import')")
+    assert run(queue, tag="old-import").stdout[-1] == "deleted 2 jobs"
+    assert [queue.get_job(job_id) for job_id in tagged] == [None, None]
+    assert all(queue.get_job(job_id) for job_id in untagged)
+    assert queue.store.find_jobs(Match(batch_id=batch))  # a filter keeps groups whole
