@@ -101,8 +101,8 @@ class Pruner:
     worker processes and the completion and attempt counts of minutes older than
     `completions_kept`, which the triggers add every minute and nothing else removes.
     `batch_size` rows at a time, so that no statement locks or deletes an unbounded number
-    of rows. Worker processes and counters are the SQL store's alone: on a `TestQueue` their
-    counts stay 0."""
+    of rows. The counters are the SQL store's alone (triggers keep them): on a `TestQueue`
+    their counts stay 0."""
 
     def __init__(
         self,

@@ -10,12 +10,20 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
-from queues.models import BulkOperation, FailedAttempt, Job, QueueConfig, QueuePause, ReaperRun
+from queues.models import (
+    BulkOperation,
+    FailedAttempt,
+    Job,
+    QueueConfig,
+    QueuePause,
+    ReaperRun,
+    WorkerProcess,
+)
 from queues.store.match import ClaimParams, Group, Match, Selection, age_key, claim_key
 
 __all__ = ["ClaimParams", "Group", "Match", "Selection", "Store", "age_key", "claim_key"]
 
-#: The tables of `Store.prune_rows`; the last four exist in SQL only.
+#: The tables of `Store.prune_rows`; the last three (the counters) exist in SQL only.
 PRUNED_TABLES = ("failed_attempts", "reaper_runs", "worker_processes", "completion_counts",
                  "attempt_counts", "hourly_counts")  # fmt: skip
 
@@ -231,15 +239,31 @@ class Store(Protocol):
     def insert_reaper_run(self, row: ReaperRun) -> None:
         """Record what a pass of the reaper did."""
 
+    # Worker processes (a `runworker`'s row: `workers.process.host`) -----------------------
+    def register_process(self, row: WorkerProcess) -> None:
+        """Insert a worker process's row as given (its heartbeat included); an id that is
+        taken raises `IntegrityError`."""
+
+    def beat_process(
+        self, process_id: UUID, held: int, running: int, processed: int, at: datetime
+    ) -> bool:
+        """Write the process's heartbeat `at` and its counts of jobs held, running and
+        processed; False: it has no row (pruned while it was away), and nothing is written."""
+
+    def unregister_process(self, process_id: UUID) -> None:
+        """Delete the process's row (none: nothing)."""
+
+    def get_process(self, process_id: UUID) -> WorkerProcess | None:
+        """The process's row, or None (one read, no lock)."""
+
     # Upkeep: what the pruner deletes ------------------------------------------------------
     def prune_rows(self, table: str, before: datetime, limit: int) -> int:
         """Delete up to `limit` rows of `table` (one of `PRUNED_TABLES`) older than `before`;
         how many (fewer than `limit`: it found no more). "failed_attempts" is the error
         history (by failed_at), "reaper_runs" by ran_at, "worker_processes" by their last
         heartbeat, and the trigger-kept counters "completion_counts", "attempt_counts" (by
-        minute) and "hourly_counts" (by hour). Worker processes and counters exist in SQL
-        only (worker processes and the database's triggers write them): the memory store
-        has none, and deletes none."""
+        minute) and "hourly_counts" (by hour). The counters exist in SQL only (the
+        database's triggers write them): the memory store has none, and deletes none."""
 
     def roll_up_counts(self, now: datetime, kept: timedelta) -> int:
         """Roll the closed hours of the per-minute counters up into hourly rows, before the

@@ -1,7 +1,8 @@
 """One worker process: a `Worker` per queue in its own thread, the maintenance thread, and
-the process's `WorkerProcess` row (heartbeat, held and running counts), deleted on a clean
-exit. Signals are the command's business: this takes `stop` and `force` events. Settings'
-defaults: workers/defaults.py. See docs/design/processes.md."""
+the process's `WorkerProcess` row (heartbeat, held and running counts), written through the
+queue's store and deleted on a clean exit. Signals are the command's business: this takes
+`stop` and `force` events. Settings' defaults: workers/defaults.py. See
+docs/design/processes.md."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ class Summary:
 class WorkerProcessRuntime:
     def __init__(self, settings: ProcessSettings) -> None:
         self.settings = settings
-        queue = JobQueue(using=settings.using)
+        self.queue = queue = JobQueue(using=settings.using)
         self.workers = [
             Worker(
                 queue,
@@ -201,7 +202,7 @@ class WorkerProcessRuntime:
         )
         try:
             retrying(
-                lambda: row.save(using=s.using, force_insert=True),
+                lambda: self.queue.store.register_process(row),
                 what="registering the worker process",
                 using=s.using,
                 give_up=stop,
@@ -215,21 +216,15 @@ class WorkerProcessRuntime:
         if self.row is None:
             return
         totals = self._totals()
+        store, row = self.queue.store, self.row
+        held, running = max(0, totals.get("held", 0)), max(0, totals.get("running", 0))
+        processed = totals.get("processed", 0)
 
         def beat():
-            updated = (
-                WorkerProcess.objects.using(self.settings.using)
-                .filter(id=self.row.id)
-                .update(
-                    jobs_held=max(0, totals.get("held", 0)),
-                    jobs_running=max(0, totals.get("running", 0)),
-                    jobs_processed=totals.get("processed", 0),
-                    last_heartbeat_at=timezone.now(),
-                )
-            )
-            if not updated:  # pruned while the database was away: register again
-                self.row.last_heartbeat_at = timezone.now()
-                self.row.save(using=self.settings.using, force_insert=True)
+            if not store.beat_process(row.id, held, running, processed, timezone.now()):
+                # Pruned while the database was away: register again.
+                row.last_heartbeat_at = timezone.now()
+                store.register_process(row)
 
         try:
             retrying(beat, what="heartbeating", using=self.settings.using, give_up=stop)
@@ -248,9 +243,7 @@ class WorkerProcessRuntime:
             give_up.set()
         try:
             retrying(
-                lambda: (
-                    WorkerProcess.objects.using(self.settings.using).filter(id=self.row.id).delete()
-                ),
+                lambda: self.queue.store.unregister_process(self.row.id),
                 what="removing the worker process row",
                 using=self.settings.using,
                 give_up=give_up,

@@ -1,6 +1,6 @@
 """The memory store's rows: jobs by a `Match`, the error history, the dependency edges,
-batches and workflows, pauses, queue configurations and reaper runs, each written through
-`MemoryTables` so that a transaction can undo it. A part of `MemoryStore`
+batches and workflows, pauses, queue configurations, reaper runs and worker processes, each
+written through `MemoryTables` so that a transaction can undo it. A part of `MemoryStore`
 (`queues.store.memory.store`). See docs/design/store.md."""
 
 from __future__ import annotations
@@ -10,12 +10,21 @@ from uuid import UUID
 from django.db import IntegrityError
 
 from queues.enums import FAILURE_STATUSES, JobStatus
-from queues.models import Batch, FailedAttempt, Job, QueueConfig, QueuePause, ReaperRun
+from queues.models import (
+    Batch,
+    FailedAttempt,
+    Job,
+    QueueConfig,
+    QueuePause,
+    ReaperRun,
+    WorkerProcess,
+)
 from queues.store.match import Match, claim_key
 from queues.store.memory.tables import MISSING, copied
 
 _COLUMNS = [field.attname for field in Job._meta.concrete_fields]
 _ATTEMPT_COLUMNS = [field.attname for field in FailedAttempt._meta.concrete_fields]
+_PROCESS_COLUMNS = [field.attname for field in WorkerProcess._meta.concrete_fields]
 
 
 class MemoryRows:
@@ -195,3 +204,28 @@ class MemoryRows:
     def reaper_runs(self) -> list[ReaperRun]:
         """What the reaper recorded, oldest first (TestQueue's `reaper_runs`)."""
         return copied(list(self.reaper_rows.values()))
+
+    # Worker processes -------------------------------------------------------------------
+    def register_process(self, row: WorkerProcess) -> None:
+        if row.id in self.processes:
+            raise IntegrityError(f"worker process {row.id} already exists")
+        stored = copied(row)
+        self._set(stored, {name: getattr(row, name) for name in _PROCESS_COLUMNS})
+        self._put(self.processes, row.id, stored)
+
+    def beat_process(self, process_id, held: int, running: int, processed: int, at) -> bool:
+        row = self.processes.get(process_id)
+        if row is None:
+            return False
+        self._set(row, {
+            "jobs_held": held, "jobs_running": running, "jobs_processed": processed,
+            "last_heartbeat_at": at,
+        })  # fmt: skip
+        return True
+
+    def unregister_process(self, process_id) -> None:
+        self._put(self.processes, process_id, MISSING)
+
+    def get_process(self, process_id) -> WorkerProcess | None:
+        row = self.processes.get(process_id)
+        return None if row is None else copied(row)

@@ -1,7 +1,7 @@
 """The memory store's tables (jobs, dependency edges, groups, pauses, configurations, reaper
-runs, the error history, bulk operations), its lock and its transactions, and how a row is
-stored: as the database stores it, and never shared with a caller. The base of `MemoryStore`
-(`queues.store.memory.store`). See docs/design/store.md."""
+runs, the error history, bulk operations, worker processes), its lock and its transactions,
+and how a row is stored: as the database stores it, and never shared with a caller. The base
+of `MemoryStore` (`queues.store.memory.store`). See docs/design/store.md."""
 
 from __future__ import annotations
 
@@ -25,11 +25,14 @@ from queues.models import (
     QueueConfig,
     QueuePause,
     ReaperRun,
+    WorkerProcess,
     Workflow,
 )
 
-#: The JSON columns: stored as the database would store them (a JSON round trip).
-JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on", "unique_scope", "tags", "meta")
+#: The JSON columns (of jobs, then of worker processes): stored as the database would store
+#: them (a JSON round trip).
+JSON_FIELDS = ("payload", "result", "retry_strategy", "depends_on", "unique_scope", "tags", "meta",
+               "queues", "settings")  # fmt: skip
 #: What `MemoryTables._put` writes to delete an entry.
 MISSING = object()
 
@@ -105,6 +108,7 @@ class MemoryTables:
         self.reaper_rows: dict[int, ReaperRun] = {}
         self.attempts: dict[UUID, list[FailedAttempt]] = {}  # a job -> its history rows
         self.bulk_ops: dict[int, BulkOperation] = {}
+        self.processes: dict[UUID, WorkerProcess] = {}
         self._attempt_ids = self._reaper_ids = self._bulk_ids = 0  # ids are never reused
         self._lock = threading.RLock()
         self._undo: list[Callable[[], None]] | None = None  # the open transaction's

@@ -1,7 +1,7 @@
 """The memory store's upkeep: `Selection`s answered by their test of one row, the finished
-groups by `queues.store.finished`'s, the pruner's deletes of the tables it has (no worker
-processes, no counters: those are the SQL store's alone) and the rows of bulk operations.
-A part of `MemoryStore` (`queues.store.memory.store`). See docs/design/maintenance.md."""
+groups by `queues.store.finished`'s, the pruner's deletes of the tables it has (no counters:
+those are the SQL store's alone) and the rows of bulk operations. A part of `MemoryStore`
+(`queues.store.memory.store`). See docs/design/maintenance.md."""
 
 from __future__ import annotations
 
@@ -55,11 +55,6 @@ class MemoryUpkeep:
     def prune_rows(self, table: str, before, limit: int) -> int:
         if table not in PRUNED_TABLES:
             raise KeyError(table)
-        if table == "reaper_runs":
-            old = sorted(i for i, row in self.reaper_rows.items() if row.ran_at < before)[:limit]
-            for run_id in old:
-                self._put(self.reaper_rows, run_id, MISSING)
-            return len(old)
         if table == "failed_attempts":
             rows = (row for job_rows in self.attempts.values() for row in job_rows)
             old = sorted(row.id for row in rows if row.failed_at < before)[:limit]
@@ -69,7 +64,18 @@ class MemoryUpkeep:
                 if len(kept) != len(job_rows):
                     self._put(self.attempts, job_id, kept)
             return len(old)
-        return 0  # the SQL store's tables alone: none here
+        # The tables keyed by their rows' ids, and the time column each is pruned by.
+        keyed = {
+            "reaper_runs": (self.reaper_rows, "ran_at"),
+            "worker_processes": (self.processes, "last_heartbeat_at"),
+        }
+        if table not in keyed:
+            return 0  # the counters, the SQL store's alone: none here
+        rows, column = keyed[table]
+        old = sorted(key for key, row in rows.items() if getattr(row, column) < before)[:limit]
+        for key in old:
+            self._put(rows, key, MISSING)
+        return len(old)
 
     def roll_up_counts(self, now, kept) -> int:
         return 0  # no counters

@@ -1,6 +1,7 @@
 """The SQL store's rows through the ORM: the reads and writes of jobs by a `Match`, the error
-history, the dependency edges, batches and workflows, pauses, queue configurations and
-reaper runs. A part of `SqlStore` (`queues.store.sql.store`). See docs/design/store.md."""
+history, the dependency edges, batches and workflows, pauses, queue configurations, reaper
+runs and worker processes. A part of `SqlStore` (`queues.store.sql.store`). See
+docs/design/store.md."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ from collections.abc import Collection, Mapping
 from django.db.models import Q
 
 from queues.enums import FAILURE_STATUSES, JobStatus
-from queues.models import FailedAttempt, Job, JobDependency, QueueConfig, QueuePause, ReaperRun
+from queues.models import (
+    FailedAttempt,
+    Job,
+    JobDependency,
+    QueueConfig,
+    QueuePause,
+    ReaperRun,
+    WorkerProcess,
+)
 from queues.store.counters.counts import counts_by_queue
 from queues.store.match import Group, Match
 from queues.tags import JobTag, tag_rows
@@ -151,3 +160,20 @@ class SqlRows:
 
     def insert_reaper_run(self, row: ReaperRun) -> None:
         row.save(using=self.using)
+
+    # Worker processes -------------------------------------------------------------------
+    def _processes(self):
+        return WorkerProcess.objects.using(self.using)
+
+    def register_process(self, row: WorkerProcess) -> None:
+        row.save(using=self.using, force_insert=True)
+
+    def beat_process(self, process_id, held: int, running: int, processed: int, at) -> bool:
+        counts = {"jobs_held": held, "jobs_running": running, "jobs_processed": processed}
+        return bool(self._processes().filter(id=process_id).update(**counts, last_heartbeat_at=at))
+
+    def unregister_process(self, process_id) -> None:
+        self._processes().filter(id=process_id).delete()
+
+    def get_process(self, process_id) -> WorkerProcess | None:
+        return self._processes().filter(id=process_id).first()

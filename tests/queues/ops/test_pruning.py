@@ -1,6 +1,6 @@
 """The pruner through the queue's store, on the database and in memory alike: old finished
 jobs (with their history), reaper runs and history rows of kept jobs, in bounded batches;
-the counters and worker processes are the database's alone."""
+the trigger-kept counters are the database's alone."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_the_pruner_deletes_what_finished_long_enough_ago_in_batches(queue):
     assert all(queue.get_job(job_id) is None for job_id in old)
     assert queue.get_job_attempts(old[-1]) == []
     assert all(queue.get_job(job_id) is not None for job_id in [*live, *recent])
-    if isinstance(queue, TestQueue):  # no counters, no worker processes in memory
+    if isinstance(queue, TestQueue):  # no counters in memory, and no process registered
         assert (result.completion_counts, result.hours_rolled, result.worker_processes) == (0, 0, 0)
     again = Pruner(queue, older_than=WEEK, batch_size=2).run_once()
     assert (again.jobs, again.reaper_runs) == (0, 0)

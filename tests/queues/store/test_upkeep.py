@@ -1,5 +1,5 @@
-"""Stores: the pruner's bounded deletes of old rows (the counters and worker processes are the
-SQL store's alone), and the rows of bulk operations: inserted, read, locked, written under a
+"""Stores: the pruner's bounded deletes of old rows (the trigger-kept counters are the SQL
+store's alone), and the rows of bulk operations: inserted, read, locked, written under a
 condition, and claimed by one runner at a time."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from queues.enums import AttemptEnd
-from queues.models import BulkOperation, FailedAttempt, ReaperRun, WorkerProcess
+from queues.models import BulkOperation, CompletionCount, FailedAttempt, ReaperRun
 from queues.store.base import PRUNED_TABLES
 from queues.store.memory.store import MemoryStore
 from tests.queues.conftest import unique_queue
@@ -57,20 +57,20 @@ def test_old_reaper_runs_are_pruned_and_a_new_one_never_takes_a_pruned_id(store)
     assert store.prune_rows("reaper_runs", T0 + DAY, 5) == 2  # the kept one and the new one
 
 
-def test_the_sql_only_tables_are_pruned_in_sql_and_empty_in_memory(store):
+def test_the_counter_tables_are_pruned_in_sql_and_empty_in_memory(store):
     if isinstance(store, MemoryStore):
-        for table in ("worker_processes", "completion_counts", "attempt_counts", "hourly_counts"):
+        for table in ("completion_counts", "attempt_counts", "hourly_counts"):
             assert store.prune_rows(table, T0 + 365 * DAY, 10) == 0
         assert store.roll_up_counts(T0, DAY) == 0
     else:
-        old = WorkerProcess.objects.create(hostname="h", pid=1, last_heartbeat_at=T0 - DAY)
-        alive = WorkerProcess.objects.create(hostname="h", pid=2, last_heartbeat_at=T0)
-        assert store.prune_rows("worker_processes", T0 - timedelta(minutes=10), 10) == 1
-        assert list(WorkerProcess.objects.values_list("id", flat=True)) == [alive.id]
-        assert not WorkerProcess.objects.filter(id=old.id).exists()
+        old = CompletionCount.objects.create(queue_name="q", minute=T0 - DAY, n=3)
+        kept = CompletionCount.objects.create(queue_name="q", minute=T0, n=2)
+        assert store.prune_rows("completion_counts", T0 - timedelta(minutes=10), 10) == 1
+        assert list(CompletionCount.objects.values_list("id", flat=True)) == [kept.id]
+        assert not CompletionCount.objects.filter(id=old.id).exists()
     with pytest.raises(KeyError):
         store.prune_rows("jobs", T0, 10)
-    assert set(PRUNED_TABLES) >= {"failed_attempts", "reaper_runs"}
+    assert set(PRUNED_TABLES) >= {"failed_attempts", "reaper_runs", "worker_processes"}
 
 
 # Bulk operations ---------------------------------------------------------------------------
