@@ -4,6 +4,7 @@ under TYPE_CHECKING): no import cycle anywhere, and `queues` never imports `work
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +49,7 @@ def _imported(name: str, is_package: bool, node, modules) -> list[str]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     modules = _modules()
     graph = {}

@@ -98,3 +98,34 @@ def test_the_process_row_shows_held_and_running_jobs():
         thread.join(30)
     assert not thread.is_alive()
     assert not WorkerProcess.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_whose_row_was_pruned_registers_again_at_its_next_heartbeat():
+    name = unique_queue("reregister")
+    settings = ProcessSettings(
+        queues=[name],
+        poll_interval=timedelta(milliseconds=20),
+        heartbeat_interval=timedelta(milliseconds=50),
+        handler=lambda job: None,
+    )
+    runtime = WorkerProcessRuntime(settings)
+    stop, force = threading.Event(), threading.Event()
+    thread = threading.Thread(target=runtime.run, args=(stop, force))
+    thread.start()
+    try:
+        wait_until(lambda: WorkerProcess.objects.exists(), 30, "the process never registered")
+        first = WorkerProcess.objects.get()
+        # As the pruner does with a process that missed its heartbeats while the database
+        # was away: the row goes, the process lives on.
+        WorkerProcess.objects.filter(id=first.id).delete()
+        wait_until(lambda: WorkerProcess.objects.filter(id=first.id).exists(), 30,
+                   "the process never registered again")
+        again = WorkerProcess.objects.get()
+        assert (again.hostname, again.pid, again.queues) == (first.hostname, first.pid, [name])
+        assert again.last_heartbeat_at >= first.last_heartbeat_at
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert not WorkerProcess.objects.exists()
