@@ -20,6 +20,7 @@ from django.tasks.base import TaskResultStatus
 from queues.api import Job, JobPriority, JobQueue, JobStatus
 from queues.models import WorkerProcess
 from tests.conftest import ROOT
+from tests.pgbouncer.pooling import skip_through_a_pooler
 from tests.workers.support.helpers import wait_for_status, wait_until
 from tests.workers.support.subprocess_jobs import WORK_QUEUE, explode, multiply, multiply_async
 
@@ -65,28 +66,47 @@ class RunWorker:
         self.proc.send_signal(signum)
 
     def stop(self) -> None:
-        """Kill the supervisor and every child it started, and wait until they are gone."""
+        """Kill the supervisor and every child it started, and wait until they are gone.
+        Each child has a process group of its own: it is found by its parent while the
+        supervisor is stopped (it starts no other meanwhile), and killed with its group."""
+        groups = [self.proc.pid]
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+            groups += [pid for pid, (_, ppid, _) in processes().items() if ppid == self.proc.pid]
         except ProcessLookupError:
             pass  # the group is empty: everything exited
+        for group in groups:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc.wait()
-        wait_until(lambda: not live_members(self.proc.pid), 10, "the children outlived SIGKILL")
+        wait_until(
+            lambda: not any(live_members(group) for group in groups),
+            10,
+            "the children outlived SIGKILL",
+        )
+
+
+def processes() -> dict[int, tuple[str, int, int]]:
+    """Every process: its state, parent and process group."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue  # not a process
+        try:
+            # Fields after the command's closing parenthesis: state, ppid, pgrp.
+            state, ppid, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+        except OSError:
+            continue  # it just exited
+        found[int(entry.name)] = (state, int(ppid), int(pgrp))
+    return found
 
 
 def live_members(group: int) -> list[int]:
     """The processes of a process group that are not yet zombies (a zombie holds no
     connection; this machine's init reaps orphans only every second or two)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        try:
-            # Fields after the command's closing parenthesis: state, ppid, pgrp.
-            state, _ppid, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
-        except (OSError, ValueError):
-            continue  # not a process, or it just exited
-        if int(pgrp) == group and state != "Z":
-            members.append(int(entry.name))
-    return members
+    return [pid for pid, (state, _, pgrp) in processes().items() if pgrp == group and state != "Z"]
 
 
 @pytest.fixture
@@ -287,6 +307,7 @@ def test_supervised_processes_in_burst_mode(runworker, tmp_path):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="restarts PostgreSQL")
 def test_worker_carries_on_through_a_postgresql_restart(runworker, tmp_path):
     """The server is shared: one short restart, while a worker is busy."""
+    skip_through_a_pooler()
     log = tmp_path / "jobs.log"
     ids = enqueue_work(40, log, seconds=0.05)
     # A claim whose reply was lost in the restart comes back through the reaper, hence

@@ -1,7 +1,9 @@
 """`manage.py runworker QUEUE [QUEUE ...]`: run the handlers of these queues (and the
 django.tasks tasks enqueued on them) until stopped, or until they are empty (`--burst`);
-with `--processes N`, as N supervised child processes. The first SIGTERM/SIGINT drains, the
-second forces the exit. Option defaults: workers/defaults.py. See docs/design/processes.md."""
+with `--processes N`, as N supervised child processes, forked from this one once it is set
+up. The first SIGTERM/SIGINT drains, the second forces the exit; a clean drain exits without
+the interpreter's teardown. Option defaults: workers/defaults.py. See
+docs/design/processes.md."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import logging
 import signal
 import sys
 import threading
+import traceback
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -21,18 +25,20 @@ from queues.cli.parsing import queue_name_argument
 from queues.ops.bulk import BulkRunner
 from queues.ops.maintenance import Pruner, Reaper
 from workers import defaults
+from workers.process.children import (
+    CannotStart,
+    assigned_process_id,
+    report_failed,
+    report_started,
+    watch_supervisor,
+)
+from workers.process.forking import exit_now
 from workers.process.host import ProcessSettings, WorkerProcessRuntime
 from workers.process.lifeline import ChildLifeline
 from workers.process.logformat import FORMATS, formatter, log_jobs
 from workers.process.probes import address
 from workers.process.serving import PORT_OPTIONS, check_port_range, serving_probes
-from workers.process.supervisor import (
-    CannotStart,
-    Supervisor,
-    assigned_process_id,
-    report_started,
-    watch_supervisor,
-)
+from workers.process.supervisor import Supervisor
 from workers.registry import autodiscover, handler_for
 from workers.runtime.faults import GaveUp, retrying
 
@@ -105,6 +111,9 @@ class Command(BaseCommand):
         parser.add_argument("--processes", type=positive_int, default=1,
                             help="worker processes (default 1: this one); above 1, "
                                  "supervised child processes, restarted when they die")
+        parser.add_argument("--spawn", action="store_true",
+                            help="with --processes: start each child as a new interpreter "
+                                 "instead of forking it from this set-up process")
         parser.add_argument("--burst", action="store_true",
                             help="exit (0) once the queues have nothing left to claim")
         parser.add_argument("--reaper-interval", type=seconds_or_zero,
@@ -134,6 +143,10 @@ class Command(BaseCommand):
                             help="log a line per job event (started, succeeded, failed, "
                                  "retried, dead, reaped, cancelled) on the logger workers.jobs")
 
+    def run_from_argv(self, argv):
+        super().run_from_argv(argv)  # an error or a forced stop raises SystemExit
+        exit_now(0)  # a clean drain: nothing is left that the teardown would do for us
+
     def handle(self, *args, **options):
         self._configure_logging(options["verbosity"], options["log_format"])
         if options["log_jobs"]:
@@ -149,28 +162,9 @@ class Command(BaseCommand):
     def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
         check_port_range(options)
         if options["processes"] > 1:
-            self._sync_schedules(options, stop)
-            lifeline = ChildLifeline(options["database"], force)
-            supervisor = Supervisor(
-                self._child_args(options),
-                options["processes"],
-                options["burst"],
-                on_exit=lifeline.child_ended,
-                own_args=lambda index: self._child_ports(options, index),
-            )
-            try:
-                code = supervisor.run(stop, force)
-            except CannotStart as exc:
-                raise CommandError(str(exc)) from exc
-            finally:
-                lifeline.wait(LIFELINE_PATIENCE)
-            sys.exit(code)
-        for module in options["include"]:
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise CommandError(f"cannot import {module}: {exc}") from exc
-        autodiscover()
+            self._supervise(options, stop, force)
+            return
+        self._import_handlers(options)
         self._sync_schedules(options, stop)
         watch_supervisor(stop)
         for name in options["queues"]:
@@ -185,6 +179,58 @@ class Command(BaseCommand):
             self.stdout.write(f"runworker: {summary}")
         if summary.forced or summary.crashed:
             sys.exit(1)
+
+    def _supervise(self, options, stop: threading.Event, force: threading.Event) -> None:
+        self._sync_schedules(options, stop)
+        if not options["spawn"]:
+            try:  # imported once, for every forked child
+                self._import_handlers(options)
+            except Exception:
+                pass  # the children fail the same way, and the supervisor gives up with it
+        lifeline = ChildLifeline(options["database"], force)
+        supervisor = Supervisor(
+            self._child_args(options),
+            options["processes"],
+            options["burst"],
+            on_exit=lifeline.child_ended,
+            own_args=lambda index: self._child_ports(options, index),
+            fork_child=None if options["spawn"] else partial(self._forked_child, options),
+        )
+        try:
+            code = supervisor.run(stop, force)
+        except CannotStart as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            lifeline.wait(LIFELINE_PATIENCE)
+        if code:
+            sys.exit(code)
+
+    def _forked_child(self, options, index: int) -> int:
+        """Child `index`, forked from the supervisor: what `runworker --processes 1` with
+        `_child_args` would run, without importing and setting up everything again."""
+        child = {**options, **self._own_ports(options, index), "processes": 1,
+                 "no_schedules": True}
+        stop, force = threading.Event(), threading.Event()
+        self._install_signals(stop, force)
+        try:
+            self._run(child, stop, force)
+        except CommandError as exc:  # written as Django writes it, and told the supervisor
+            self.stderr.write(f"CommandError: {exc}")
+            report_failed(f"CommandError: {exc}")
+            return exc.returncode
+        except Exception as exc:
+            traceback.print_exc()
+            report_failed(traceback.format_exception_only(exc)[-1])
+            return 1
+        return 0
+
+    def _import_handlers(self, options) -> None:
+        for module in options["include"]:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise CommandError(f"cannot import {module}: {exc}") from exc
+        autodiscover()
 
     def _sync_schedules(self, options, stop: threading.Event) -> None:
         """The declared schedules' rows, in line with the settings before any job runs
@@ -254,13 +300,19 @@ class Command(BaseCommand):
             args.append("--log-jobs")
         return args
 
-    def _child_ports(self, options, index: int) -> list[str]:
+    def _own_ports(self, options, index: int) -> dict[str, tuple[str, int]]:
         """Child `index`'s own ports: PORT+index of each port option."""
+        return {
+            name: (options[name][0], options[name][1] + index)
+            for name in PORT_OPTIONS
+            if options[name]
+        }
+
+    def _child_ports(self, options, index: int) -> list[str]:
+        """Child `index`'s own ports as arguments."""
         args = []
-        for name in PORT_OPTIONS:
-            if options[name]:
-                host, port = options[name]
-                args += [f"--{name.replace('_', '-')}", f"{host}:{port + index}"]
+        for name, (host, port) in self._own_ports(options, index).items():
+            args += [f"--{name.replace('_', '-')}", f"{host}:{port}"]
         return args
 
     def _install_signals(self, stop: threading.Event, force: threading.Event) -> dict:

@@ -1,0 +1,132 @@
+"""`runworker --processes N` forks its children from the set-up supervisor: each child opens
+database connections of its own (none of the supervisor's crosses the fork, not even one a
+handlers' module opened at import), a SIGKILLed child's job is handed back at once by a
+process forked for it while the supervisor runs no thread, a clean drain exits through the
+project's atexit hooks; where forking is unsafe (a thread runs) or not wanted (--spawn),
+the children start as new interpreters and do the same work."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from queues.api import Job, JobQueue, JobStatus
+from queues.models import ReaperRun, WorkerProcess
+from tests.workers.process.fork_jobs import FORK_QUEUE, LOG_ENV, THREAD_ENV, THREAD_NAME
+from tests.workers.runworker.test_runworker import RunWorker
+from tests.workers.support.helpers import wait_until
+from tests.workers.support.processes import live_workers
+
+pytestmark = pytest.mark.django_db(transaction=True)
+INCLUDE = ["--include", "tests.workers.process.fork_jobs"]
+
+
+@pytest.fixture
+def runworker(tmp_path):
+    started: list[RunWorker] = []
+    log = tmp_path / "fork.log"
+
+    def start(*args: str, env: dict | None = None) -> RunWorker:
+        run = RunWorker(
+            tmp_path, FORK_QUEUE, *args, *INCLUDE, env={LOG_ENV: str(log), **(env or {})}
+        )
+        run.log = log
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        run.stop()
+
+
+def lines(log: Path, kind: str) -> list[list[str]]:
+    if not log.exists():
+        return []
+    return [line.split()[1:] for line in log.read_text().splitlines() if line.split()[0] == kind]
+
+
+def threads_of(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def test_forked_children_open_connections_of_their_own_and_exit_cleanly(runworker):
+    ids = JobQueue().enqueue_many([Job(queue_name=FORK_QUEUE) for _ in range(20)])
+    run = runworker("--processes", "2", "--burst", "--batch-size", "2")
+    assert run.wait() == 0, run.text()
+
+    text = run.text()
+    assert text.count(", forked)") == 2, text
+    assert {JobQueue().get_job(job_id).status for job_id in ids} == {JobStatus.COMPLETED}
+    opened = defaultdict(list)  # pid: [(thread, server id)]
+    for pid, thread, server_id in lines(run.log, "connection"):
+        opened[int(pid)].append((thread, server_id))
+    supervisor = run.proc.pid
+    # The supervisor's own, opened when it imported the handlers' module before forking.
+    assert opened[supervisor][0][0] == "MainThread", opened
+    children = {int(pid) for pid in re.findall(r"started worker process \d \(pid (\d+)", text)}
+    assert len(children) == 2 and supervisor not in children, text
+    for child in children:
+        # The child's main thread (it registers the process row) opened a connection: the
+        # supervisor's, closed before the fork, was not carried on.
+        assert "MainThread" in {thread for thread, _ in opened[child]}, opened
+    if connection.vendor != "sqlite":  # a server's ids: no connection is in two processes
+        owners = defaultdict(set)  # the hand-backs' forked processes among them
+        for pid, pairs in opened.items():
+            for _, server_id in pairs:
+                owners[server_id].add(pid)
+        assert all(len(pids) == 1 for pids in owners.values()), opened
+    # Each process left through the project's atexit hooks, its output written out.
+    exits = {int(pid) for (pid,) in lines(run.log, "atexit")}
+    assert exits >= {supervisor, *children}, exits
+    assert text.count("runworker: processed ") == 2, text
+    assert not WorkerProcess.objects.exists(), "a process row outlived a clean exit"
+
+
+def test_a_sigkilled_forked_child_has_its_job_handed_back_at_once(runworker, tmp_path):
+    gate = tmp_path / "gate"
+    queue = JobQueue()
+    job_id = queue.enqueue(Job(queue_name=FORK_QUEUE, payload={"gate": str(gate)}))
+    # One job at a time per child, on the default 300 s lease: only the lifeline can bring
+    # it back within the test.
+    run = runworker("--processes", "2", "--batch-size", "1", "--concurrency", "1")
+    wait_until(lambda: lines(run.log, "start"), 30, "the job did not start")
+    ((victim, _),) = lines(run.log, "start")
+    assert int(victim) in live_workers(run.proc.pid)
+    assert threads_of(run.proc.pid) == 1, "the supervisor runs a thread: forking is unsafe"
+
+    os.kill(int(victim), signal.SIGKILL)
+    wait_until(lambda: len(lines(run.log, "start")) == 2, 30, "the job was not handed back")
+    assert lines(run.log, "start")[1][0] != victim
+    (handed,) = ReaperRun.objects.filter(ran_by__startswith="supervisor:")
+    assert handed.requeued_ids == [str(job_id)]
+    assert queue.get_job(job_id).attempts == 2
+    assert threads_of(run.proc.pid) == 1, "the hand-back ran in a thread of the supervisor"
+
+    wait_until(lambda: len(live_workers(run.proc.pid)) == 2, 30, "no child replaced it")
+    gate.touch()
+    wait_until(lambda: queue.get_job(job_id).status == JobStatus.COMPLETED, 30, "not done")
+    run.signal(signal.SIGTERM)
+    assert run.wait() == 0, run.text()
+    assert "killed by SIGKILL" in queue.get_job_attempts(job_id)[0].error
+
+
+@pytest.mark.parametrize("how", ["--spawn", "thread"])
+def test_children_start_as_new_interpreters_where_forking_is_refused(runworker, how):
+    ids = JobQueue().enqueue_many([Job(queue_name=FORK_QUEUE) for _ in range(10)])
+    args = ["--spawn"] if how == "--spawn" else []
+    run = runworker(
+        "--processes", "2", "--burst", *args, env={THREAD_ENV: "1"} if how == "thread" else {}
+    )
+    assert run.wait() == 0, run.text()
+
+    text = run.text()
+    assert text.count("started worker process ") == 2 and ", forked)" not in text, text
+    if how == "thread":
+        assert f"start as new interpreters: threads run in this process ({THREAD_NAME})" in text
+    assert {JobQueue().get_job(job_id).status for job_id in ids} == {JobStatus.COMPLETED}
