@@ -1,6 +1,6 @@
 """Settings for the Hammerweb project: the dashboard, the demo and the benchmarks around the
 `queues` and `workers` apps. Everything that differs between machines comes from the
-environment (docs/deploying.md has a production set-up that `check --deploy` passes):
+environment (docs/howto/deploy.md has a production set-up that `check --deploy` passes):
 
 - `DATABASE_URL`: PostgreSQL, MySQL/MariaDB or SQLite; without it, a SQLite file in `var/`.
 - `DJANGO_SECRET_KEY`: required wherever something is signed (logins, the dashboard); there
@@ -9,7 +9,11 @@ environment (docs/deploying.md has a production set-up that `check --deploy` pas
 - `DJANGO_ALLOWED_HOSTS`: comma-separated, default the loopback names.
 - `DJANGO_HTTPS=1`: served behind TLS (a load balancer that sets X-Forwarded-Proto): secure
   cookies, HSTS (`DJANGO_HSTS_SECONDS`, default a year) and a redirect of plain HTTP.
-- `HAMMERWEB_PG_PREPARE=off`: `HAMMERWEB["PG_PREPARE"] = False` (behind PgBouncer < 1.21).
+- `HAMMERWEB_PG_PREPARE=off` / `on`: `HAMMERWEB["PG_PREPARE"] = False` / `True` (unset: the
+  engine prepares its statements unless through a transaction-mode pooler).
+- `HAMMERWEB_PG_TRANSACTION_POOLING=1`: PostgreSQL through a transaction-mode pooler
+  (`HAMMERWEB["PG_TRANSACTION_POOLING"] = True`, and no server-side cursors); `=0`: not;
+  unset: detected.
 - `HAMMERWEB_METRICS_TOKEN`: the bearer token of the Prometheus metrics (`/metrics/` and
   `runworker --metrics-port`); unset, `/metrics/` is staff-only and the port open.
 - `HAMMERWEB_DEMO=1` installs the `demo` app (sample handlers, `manage.py demo`);
@@ -117,17 +121,25 @@ if _db["ENGINE"].endswith("sqlite3"):
     )
     # Kept open as on the servers: a connection costs the init_command's statements, and with
     # 0 a worker's handler thread opened one for every job (two thirds of a no-op job's time,
-    # measured: docs/benchmarks.md). No health checks: a file does not go away.
+    # measured: docs/benchmarks/journal.md). No health checks: a file does not go away.
     _db["CONN_MAX_AGE"] = 60
 elif _db["ENGINE"].endswith("mysql"):
     # Django's MySQL backend is READ COMMITTED unless told otherwise, as the engine needs.
     _db.setdefault("OPTIONS", {}).update({"charset": "utf8mb4"})
     _db.setdefault("TEST", {}).update({"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"})
 
+_pooling = {"1": True, "0": False}.get(os.environ.get("HAMMERWEB_PG_TRANSACTION_POOLING", ""))
+if _pooling:
+    # Django's named cursors (`.iterator()`) outlive a transaction: not through such a pool.
+    _db["DISABLE_SERVER_SIDE_CURSORS"] = True
+
 DATABASES = {"default": _db}
 
 HAMMERWEB = {
-    "PG_PREPARE": os.environ.get("HAMMERWEB_PG_PREPARE", "on") != "off",
+    "PG_PREPARE": (os.environ["HAMMERWEB_PG_PREPARE"] != "off")
+    if os.environ.get("HAMMERWEB_PG_PREPARE")
+    else None,
+    "PG_TRANSACTION_POOLING": _pooling,
     "METRICS_TOKEN": os.environ.get("HAMMERWEB_METRICS_TOKEN") or None,
 }
 

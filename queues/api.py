@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from queues.clock import MockClock, SystemClock
 from queues.cron import CronSchedule
+from queues.engine.explain import Explanation, Reason
 from queues.engine.outcomes import JobOutcome, RecordedOutcome, StaleJobRecovery
 from queues.engine.queue import JobQueue
 from queues.engine.runs import CANCELLED, LOST, RELEASED, STARTED
@@ -57,6 +58,7 @@ __all__ = [
     "DequeueOptions",
     "EnqueueResult",
     "EngineError",
+    "Explanation",
     "FailedAttempt",
     "FailurePolicy",
     "HandlerEnd",
@@ -84,6 +86,7 @@ __all__ = [
     "PriorityWeights",
     "QueueConfig",
     "QueueError",
+    "Reason",
     "RecordedOutcome",
     "RetryStrategy",
     "Schedule",

@@ -15,7 +15,7 @@ from queues import conf, schedules
 from queues.store.sql.session import MYSQL_ISOLATION
 
 HTMX_MIDDLEWARE = "django_htmx.middleware.HtmxMiddleware"
-DOCS = "docs/deploying.md in Hammerweb's repository"
+DOCS = "docs/howto/deploy.md in Hammerweb's repository"
 
 
 @checks.register()
@@ -34,7 +34,7 @@ def check_schedules(app_configs=None, **kwargs):
     return [
         checks.Error(
             problem,
-            hint="See 'Schedules declared in settings' in the README.",
+            hint="See 'Schedules' in Hammerweb's manual (docs/howto/schedules.md).",
             obj="settings.HAMMERWEB",
             id="queues.E030",
         )

@@ -26,21 +26,30 @@ OPTIONS: dict[str, Option] = {
         str,
         "a bearer token that opens the Prometheus metrics (the view and runworker "
         "--metrics-port) to a scraper: `Authorization: Bearer <token>`; None: the view is "
-        "staff-only and the port open (README: Metrics)",
+        "staff-only and the port open (docs: Monitoring with Prometheus)",
     ),
     "PG_PREPARE": Option(
-        True,
+        None,
         bool,
-        "prepare the engine's claim and completion statements on each PostgreSQL connection; "
-        "False behind a transaction-mode pooler without prepared statements "
-        "(PgBouncer before 1.21, or max_prepared_statements = 0)",
+        "prepare the engine's claim and completion statements on each PostgreSQL connection: "
+        "None (the default), unless through a transaction-mode pooler (PG_TRANSACTION_POOLING);"
+        " True, always (PgBouncer 1.21+ with max_prepared_statements above 0); False, never",
+    ),
+    "PG_TRANSACTION_POOLING": Option(
+        None,
+        bool,
+        "PostgreSQL is reached through a transaction-mode pooler (PgBouncer's pool_mode = "
+        "transaction): True, nothing LISTENs (idle workers and the live pages poll) and the "
+        "engine prepares no statement unless PG_PREPARE says so; False, a direct connection "
+        "or a session-mode pool; None, detected once per server (a pooler found acts as "
+        "True, with a warning)",
     ),
     "SCHEDULES": Option(
         {},
         dict,
         "recurring jobs declared in code, by name: {name: {cron, queue and payload, or task; "
         "timezone, priority, max_attempts, timeout}}, synchronised when runworker starts "
-        "(README: Schedules declared in settings)",
+        "(docs: Schedules)",
     ),
     "WEBSOCKET": Option(
         True,
@@ -76,9 +85,7 @@ def problems() -> list[str]:
         elif not (value is None and option.default is None) and not _is_kind(
             value, option.kind
         ):  # None where None is the default: e.g. an environment variable left unset
-            found.append(
-                f"{SETTING}[{name!r}] must be a {option.kind.__name__}, not {value!r}"
-            )
+            found.append(f"{SETTING}[{name!r}] must be a {option.kind.__name__}, not {value!r}")
     return found
 
 

@@ -64,3 +64,9 @@ class EngineError(QueueError):
 
 class UnsupportedDatabase(EngineError):
     pass
+
+
+class TransactionPoolingError(EngineError):
+    """The engine's PostgreSQL session state was shared with another client, as only a
+    transaction-mode pooler does, while `HAMMERWEB["PG_TRANSACTION_POOLING"]` says there is
+    none: the message names the setting."""

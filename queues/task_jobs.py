@@ -1,6 +1,7 @@
 """What a job that runs a django.tasks task holds: the payload that names the task and its
-arguments, and Django's priorities onto the five levels. Shared by the tasks backend and the
-schedules declared in settings (which may name a task). See docs/design/vocabulary.md."""
+arguments, and Django's priorities onto the five levels and the order within a level. Shared
+by the tasks backend and the schedules declared in settings (which may name a task). See
+docs/design/vocabulary.md."""
 
 from __future__ import annotations
 
@@ -24,6 +25,14 @@ def job_priority(priority: int) -> JobPriority:
     if priority <= 60:
         return JobPriority.HIGH
     return JobPriority.CRITICAL
+
+
+def task_priorities(priority: int) -> dict[str, int]:
+    """A job's `priority` and `task_priority` for Django's `priority`: its level, and the
+    value itself as the order within the level, so that tasks run in exactly Django's order
+    (a larger priority sooner) and jobs of `queues.api` (`task_priority` 0) sit between a
+    level's positive and negative tasks."""
+    return {"priority": job_priority(priority), "task_priority": priority}
 
 
 def task_payload(task: Task, args: list, kwargs: dict) -> dict:

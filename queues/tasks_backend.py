@@ -8,60 +8,27 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.tasks import Task
 from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.base import TaskError, TaskResult, TaskResultStatus
+from django.tasks.base import TaskResult, TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
-from django.utils.module_loading import import_string
 
-from queues.enums import JobStatus
-from queues.task_jobs import TASK_KEY, job_priority, task_payload
+from queues.task_jobs import TASK_KEY, task_payload, task_priorities
+from queues.task_results import TaskRunError, is_task_job, result_from_job, task_of
 
-_STATUS = {
-    JobStatus.PENDING: TaskResultStatus.READY,
-    JobStatus.RETRYING: TaskResultStatus.READY,
-    JobStatus.RUNNING: TaskResultStatus.RUNNING,
-    JobStatus.COMPLETED: TaskResultStatus.SUCCESSFUL,
-    JobStatus.ARCHIVED: TaskResultStatus.SUCCESSFUL,
-    JobStatus.FAILED: TaskResultStatus.FAILED,
-    JobStatus.DEAD: TaskResultStatus.FAILED,
-    JobStatus.TIMED_OUT: TaskResultStatus.FAILED,
-}
-
-
-class TaskRunError(Exception):
-    """The class given for a failure that was not an exception of the task itself (lease
-    expired, timed out, its fail-fast batch failed)."""
-
-
-def is_task_job(job) -> bool:
-    return isinstance(job.payload, dict) and isinstance(job.payload.get(TASK_KEY), dict)
-
-
-def format_error(exception_class_path: str, message: str, traceback: str) -> str:
-    """A failed task's `error_message`: a one-line summary, a blank line, the traceback."""
-    first = message.splitlines()[0] if message else ""
-    summary = f"{exception_class_path}: {first}" if first else exception_class_path
-    return f"{summary}\n\n{traceback}"
-
-
-def attempt_error(row) -> TaskError:
-    """The `TaskError` of a row of the error history: the task's exception class and
-    traceback, or (a time-out, a rescue, a cancel) `TaskRunError` and the error."""
-    if row.exception_class:
-        return TaskError(exception_class_path=row.exception_class, traceback=row.traceback or "")
-    return TaskError(exception_class_path=f"{__name__}.TaskRunError", traceback=row.error or "")
-
-
-def parse_error(text: str) -> TaskError:
-    head, sep, traceback = text.partition("\n\n")
-    path = head.split(":", 1)[0].strip()
-    if sep and path and " " not in path and "." in path:
-        return TaskError(exception_class_path=path, traceback=traceback)
-    return TaskError(exception_class_path=f"{__name__}.TaskRunError", traceback=text)
+# The names of the results' side stay importable from here, where they were first.
+__all__ = [
+    "TASK_KEY",
+    "HammerwebBackend",
+    "HammerwebTask",
+    "TaskRunError",
+    "is_task_job",
+    "result_from_job",
+    "task_of",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,7 +137,7 @@ class HammerwebBackend(BaseTaskBackend):
             id=uuid.UUID(result.id),
             queue_name=task.queue_name,
             payload=task_payload(task, result.args, result.kwargs),
-            priority=job_priority(task.priority),
+            **task_priorities(task.priority),
             max_attempts=self.max_attempts,
             **own,
         )
@@ -198,62 +165,3 @@ class HammerwebBackend(BaseTaskBackend):
         if job is None or not is_task_job(job):
             raise TaskResultDoesNotExist(result_id)
         return result_from_job(job, attempts=list(job.failed_attempts.order_by("id")))
-
-
-def task_of(job) -> Task:
-    """The `Task` a job runs, with the options it was enqueued with."""
-    spec = job.payload[TASK_KEY]
-    task = import_string(spec["path"])
-    if not isinstance(task, Task):
-        raise TypeError(f"{spec['path']} is not a task")
-    run_after = datetime.fromisoformat(spec["run_after"]) if spec.get("run_after") else None
-    changes = {
-        "priority": spec.get("priority", task.priority),
-        "queue_name": job.queue_name,
-        "backend": spec.get("backend", task.backend),
-        "run_after": run_after,
-    }
-    if any(getattr(task, name) != value for name, value in changes.items()):
-        task = task.using(**{k: v for k, v in changes.items() if v is not None})
-    return task
-
-
-def result_from_job(job, task: Task | None = None, attempts=None) -> TaskResult:
-    """The `TaskResult` of a task's job, as it stands in the row (`task`: that of a job
-    that holds the unique key a task was enqueued with, whatever the job runs); its `errors`
-    are those of `attempts` (the job's error history, oldest first) if it has any, else the
-    row's last error. The worker builds one for every task it runs, without the history (no
-    read)."""
-    status = _STATUS[JobStatus(job.status)]
-    if job.status == JobStatus.ARCHIVED and job.completed_at is None:
-        status = TaskResultStatus.FAILED
-    finished_at = None
-    if status == TaskResultStatus.SUCCESSFUL:
-        finished_at = job.completed_at
-    elif status == TaskResultStatus.FAILED:
-        finished_at = job.failed_at or job.timed_out_at
-    spec = job.payload.get(TASK_KEY) if is_task_job(job) else None
-    result = TaskResult(
-        task=task_of(job) if spec is not None or task is None else task,
-        id=str(job.id),
-        status=status,
-        enqueued_at=job.created_at,
-        started_at=job.started_at,
-        finished_at=finished_at,
-        last_attempted_at=job.started_at,
-        args=job.payload.get("args", []) if spec is not None else [],
-        kwargs=job.payload.get("kwargs", {}) if spec is not None else {},
-        backend=spec.get("backend", "default") if spec is not None else task.backend,
-        errors=_errors(job, attempts),
-        # Hammerweb counts attempts but does not record who made each one.
-        worker_ids=[f"attempt-{n}" for n in range(1, job.attempts + 1)],
-    )
-    if status == TaskResultStatus.SUCCESSFUL:
-        object.__setattr__(result, "_return_value", job.result)
-    return result
-
-
-def _errors(job, attempts) -> list[TaskError]:
-    if attempts:
-        return [attempt_error(row) for row in attempts]
-    return [parse_error(job.error_message)] if job.error_message else []

@@ -46,3 +46,25 @@ def wait_for_server(server, port: int, log, timeout: float) -> None:
         except OSError:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
+
+
+def _drop_test_database_through_a_pooler() -> None:
+    """Behind a pooler (PgBouncer), the pool still holds server sessions on the test
+    database when the tests end, and Django's DROP DATABASE fails on them: there, FORCE
+    ends them (PostgreSQL 13+). A direct connection drops as Django does."""
+    from django.db.backends.postgresql.creation import DatabaseCreation
+
+    from queues.store.sql.session import behind_a_pooler
+
+    def destroy(self, test_database_name, verbosity):
+        self.connection.close_pool()
+        with self._nodb_cursor() as cursor:
+            force = " WITH (FORCE)" if behind_a_pooler(cursor.connection) else ""
+            name = self.connection.ops.quote_name(test_database_name)
+            cursor.execute(f"DROP DATABASE {name}{force}")
+
+    DatabaseCreation._destroy_test_db = destroy
+
+
+if connection.vendor == "postgresql":
+    _drop_test_database_through_a_pooler()

@@ -1,4 +1,4 @@
-"""The project's settings (hammerweb/settings.py) as docs/deploying.md sets them up: no
+"""The project's settings (hammerweb/settings.py) as docs/howto/deploy.md sets them up: no
 built-in secret key, DEBUG off unless asked for, and `check --deploy` clean for the
 documented production environment. Each runs `manage.py` in a child process with the
 project's settings (not the tests') on this run's test database."""
@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[1]
-#: docs/deploying.md's production environment, less the database.
+#: docs/howto/deploy.md's production environment, less the database.
 PRODUCTION = {
     "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
     "DJANGO_ALLOWED_HOSTS": "jobs.example.com",
@@ -75,3 +75,15 @@ def test_check_deploy_is_clean_for_the_documented_production_setup():
     bare = _project(["manage.py", "check", "--deploy"], DATABASE_URL=url)
     for warning in ("W004", "W008", "W009", "W012", "W016"):
         assert f"security.{warning}" in bare.stderr, bare.stderr
+
+
+def test_the_transaction_pooling_variable_declares_the_pool_or_leaves_it_to_detection():
+    code = (
+        "import hammerweb.settings as s; print(s.HAMMERWEB['PG_TRANSACTION_POOLING'], "
+        "s.DATABASES['default'].get('DISABLE_SERVER_SIDE_CURSORS', False))"
+    )
+    url = "postgres://hammerweb@pooler.internal:6432/hammerweb"
+    for value, expected in (("", ["None", "False"]), ("1", ["True", "True"]),
+                            ("0", ["False", "False"])):  # fmt: skip
+        result = _project(["-c", code], DATABASE_URL=url, HAMMERWEB_PG_TRANSACTION_POOLING=value)
+        assert result.stdout.split() == expected, result.stderr

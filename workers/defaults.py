@@ -1,7 +1,7 @@
 """The defaults of a worker's settings, each written once: `Worker`, `ProcessSettings` and
 `runworker`'s options (and their help text) read them here. The lease and the maintenance
 intervals belong to the queue app, which never imports `workers`: they are re-used from it.
-Why each value: docs/deploying.md, "What each setting costs"."""
+Why each value: docs/howto/deploy.md, "What each setting costs"."""
 
 from __future__ import annotations
 

@@ -15,7 +15,9 @@ from django.utils import timezone
 from django.utils.json import normalize_json
 
 from queues.api import Job
-from queues.tasks_backend import TASK_KEY, format_error, is_task_job, result_from_job
+from queues.task_jobs import TASK_KEY
+from queues.task_results import format_error, is_task_job, running_result
+from queues.validation import check_json
 from workers.runtime.executor import JobError
 
 __all__ = ["HammerwebTaskContext", "is_task_job", "run_task_job"]
@@ -34,7 +36,7 @@ class HammerwebTaskContext(TaskContext):
 
 
 def run_task_job(job: Job):
-    result = result_from_job(job)
+    result = running_result(job)
     task = result.task
     sender = type(task.get_backend())
     call_args = list(result.args)
@@ -45,10 +47,11 @@ def run_task_job(job: Job):
     if inspect.iscoroutinefunction(task.func):
 
         async def run_async():
+            # Whatever the task raises fails it (KeyboardInterrupt and GeneratorExit too),
+            # as in the database worker of django-tasks: a signal to the worker never lands
+            # in a task (see `workers.runtime.executor.execute`).
             try:
                 value = await task.func(*call_args, **result.kwargs)
-            except (KeyboardInterrupt, GeneratorExit):
-                raise
             except BaseException as exc:
                 _failed(sender, result, exc)
             return _succeeded(sender, result, value)
@@ -56,15 +59,18 @@ def run_task_job(job: Job):
         return run_async()
     try:
         value = task.func(*call_args, **result.kwargs)
-    except KeyboardInterrupt:
-        raise
     except BaseException as exc:
         _failed(sender, result, exc)
     return _succeeded(sender, result, value)
 
 
 def _succeeded(sender, result: TaskResult, value):
-    value = normalize_json(value)
+    try:
+        # A return value that cannot be stored fails the task, and task_finished says so.
+        value = normalize_json(value)
+        check_json(value, "the task's return value")
+    except Exception as exc:
+        _failed(sender, result, exc)
     object.__setattr__(result, "_return_value", value)
     object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
     object.__setattr__(result, "finished_at", timezone.now())

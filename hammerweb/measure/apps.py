@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class MeasureConfig(AppConfig):
-    """The measurement commands (docs/benchmarks.md): `benchqueue`, `filljobs`,
+    """The measurement commands (docs/benchmarks/): `benchqueue`, `filljobs`,
     `measurepages` and `measureoverview`. Installed with HAMMERWEB_MEASURE=1 and by the
     tests' settings; never part of a deployment, since they fill and time the database."""
 

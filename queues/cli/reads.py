@@ -1,8 +1,11 @@
-"""The reading subcommands of `manage.py jobs`: `list`, `show` and `stats`. They write
+"""The reading subcommands of `manage.py jobs`: `list`, `show` (with why the job waits) and
+`stats`. They write
 nothing; `stats` reads the trigger-kept counts (a few rows, never a scan of the jobs).
 See docs/design/cli.md."""
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 from django.core.management.base import CommandError
 
@@ -37,8 +40,13 @@ def show_job(command, queue, options) -> None:
     if job is None:
         raise CommandError(f"no job {job_id}")
     attempts = queue.get_job_attempts(job_id)
+    why = queue.explain(job_id)
     if options["json"]:
         found = {**output.fields_of(job), "attempts": [output.fields_of(a) for a in attempts]}
+        found["explanation"] = {
+            "runnable": why.runnable,
+            "reasons": [asdict(r) for r in why.reasons],
+        }
         command.stdout.write(output.dumps(found))
         return
     fields = output.fields_of(job)
@@ -51,6 +59,9 @@ def show_job(command, queue, options) -> None:
         columns = ("attempt", "failed_at", "ended_by", "status", "worker", "error")
         rows = [[a.attempt, a.failed_at, a.ended_by, a.status, a.worker, a.error] for a in attempts]
         command.stdout.write(output.table(columns, rows))
+    command.stdout.write("\nwhy it waits:" if why.waiting else "")
+    for reason in why.reasons:
+        command.stdout.write(f"- {reason.text}")
 
 
 def stats(command, queue, options) -> None:

@@ -5,9 +5,8 @@ See docs/design/dashboard.md."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
-from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
@@ -16,8 +15,8 @@ KINDS = (("completed", 0), ("retried", 2), ("failed", 1))
 
 
 def _when(moment: datetime, hourly: bool) -> str:
-    local = timezone.localtime(moment)
-    return local.strftime("%a %d %b %H:00" if hourly else "%H:%M")
+    """A bucket's start in UTC, named, as every moment on the dashboard."""
+    return moment.astimezone(UTC).strftime("%a %d %b %H:00 UTC" if hourly else "%H:%M UTC")
 
 
 def _bar(x: float, width: float, values: list[int], scale: float, title: str) -> str:
@@ -81,4 +80,34 @@ def history_chart(name: str, buckets: list[tuple[datetime, list[int]]], window_l
         last=_when(buckets[-1][0], hourly),
         top_exact=f"{top:,}",
         unit="hour" if hourly else "minute",
+    )
+
+
+def error_chart(label: str, counts: list[int], start: datetime, step_seconds: float) -> str:
+    """An error group's attempts per bucket (oldest first) as a small SVG bar chart, drawn as
+    `history_chart` draws its bars; `label` (user data) is escaped."""
+    if not counts:
+        return ""
+    top = max(max(counts), 1)
+    scale = (HEIGHT - TOP) / top
+    step = WIDTH / len(counts)
+    width = max(step - (1 if step > 3 else 0), 0.5)
+    hourly = step_seconds >= 3600
+    bars = []
+    for i, n in enumerate(counts):
+        moment = datetime.fromtimestamp(start.timestamp() + i * step_seconds, UTC)
+        h = n * scale
+        rect = (
+            f'<rect class="failed" x="{i * step:.1f}" y="{HEIGHT - h:.1f}" '
+            f'width="{width:.1f}" height="{h:.1f}"/>'
+        )
+        title = escape(f"{_when(moment, hourly)}: {n:,} attempts")
+        bars.append(f'<g class="bar"><title>{title}</title>{rect if n else ""}</g>')
+    return format_html(
+        '<svg class="chart spark" viewBox="0 0 {w} {h}" preserveAspectRatio="none" role="img" '
+        'aria-label="{label}">{bars}</svg>',
+        w=WIDTH,
+        h=HEIGHT,
+        label=f"{label}: {sum(counts):,} attempts, at most {top:,} in one bucket",
+        bars=mark_safe("".join(bars)),  # noqa: S308 - numbers, and titles escaped above
     )

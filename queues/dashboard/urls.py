@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from queues.dashboard.views import actions, bulk, groups, operations, pages
+from queues.dashboard.views import actions, bulk, errors, groups, operations, pages
 
 app_name = "dashboard"
 
@@ -22,12 +22,14 @@ urlpatterns = [
     path("recurring/", operations.recurring, name="recurring"),
     path("history/", operations.history, name="history"),
     path("workers/", operations.workers, name="workers"),
+    path("errors/", errors.errors, name="errors"),
     # Actions (POST only).
     path("actions/pause/", actions.pause, name="pause"),
     path("actions/resume/", actions.resume, name="resume"),
     path("actions/limit/", actions.limit, name="limit"),
     path("actions/bulk/", actions.bulk, name="bulk"),
     path("actions/reaper/", actions.run_reaper, name="run-reaper"),
+    path("actions/errors/retry/", errors.retry_group, name="errors-retry"),
     path("bulk/confirm/", bulk.confirm, name="bulk-confirm"),
     path("bulk/start/", bulk.start, name="bulk-start"),
     path("bulk/<int:op_id>/", bulk.operation, name="bulk-operation"),

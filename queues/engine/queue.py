@@ -18,6 +18,7 @@ from queues import signals
 from queues.clock import SYSTEM_CLOCK
 from queues.engine.deletes import Deletes
 from queues.engine.enqueue import Enqueues
+from queues.engine.explain import Explanation, explain
 from queues.engine.limits import LimitCache, Limits, shared_cache
 from queues.engine.operators import Operators
 from queues.engine.recurring import RecurringRuns
@@ -220,6 +221,11 @@ class JobQueue(Enqueues, Runs, Limits, Operators, Deletes, RecurringRuns, Declar
         return jobs[0]
 
     # Reads ------------------------------------------------------------------------------
+    def explain(self, job_id: UUID | str) -> Explanation:
+        """Why the job is waiting, each reason with its evidence (`queues.engine.explain`);
+        a job that could run now says so. A handful of indexed reads; writes nothing."""
+        return explain(self, job_id)
+
     def get_job_attempts(self, job_id: UUID | str) -> list[FailedAttempt]:
         """The job's error history: a row per failed attempt, oldest first."""
         return self.store.find_attempts(parse_job_id(job_id))

@@ -11,6 +11,7 @@ from queues.models.fields import (
     MAX_TAG_LENGTH,
     PortableIndex,
     PortableUniqueConstraint,
+    PostgresPartialIndex,
 )
 from queues.models.groups import Batch, TalliedGroup, Workflow
 from queues.models.job_rows import FailedAttempt, JobTag
@@ -33,6 +34,7 @@ __all__ = [
     "JobTag",
     "PortableIndex",
     "PortableUniqueConstraint",
+    "PostgresPartialIndex",
     "QueueConfig",
     "QueuePause",
     "ReaperRun",

@@ -14,12 +14,15 @@ from queues.models.fields import MAX_QUEUE_NAME_LENGTH, MAX_TAG_LENGTH
 
 
 class FailedAttempt(models.Model):
-    """One failed attempt of a job: what ended it and when, the worker that ran it, the
-    error, the exception's class and its traceback. A table rather than a list on the job:
-    a claim returns the job's row, which then would carry every earlier traceback."""
+    """One failed attempt of a job: when it began, what ended it and when, the worker that
+    ran it, the error, the exception's class and its traceback. A table rather than a list
+    on the job: a claim returns the job's row, which then would carry every earlier
+    traceback."""
 
     job = models.ForeignKey("queues.Job", on_delete=models.CASCADE, related_name="failed_attempts")
     attempt = models.PositiveIntegerField()
+    #: When the attempt began (the job's `started_at` then; a retry clears the job's).
+    started_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField()
     ended_by = models.CharField(max_length=16, choices=AttemptEnd.choices)
     #: The job's status once the attempt ended (Pending: it is retried).

@@ -14,7 +14,12 @@ from django.utils import timezone
 
 from queues.enums import PRIORITY_CHOICES, DependencyStatus, JobPriority, JobStatus
 from queues.exceptions import InvalidJob
-from queues.models.fields import MAX_QUEUE_NAME_LENGTH, PortableIndex, PortableUniqueConstraint
+from queues.models.fields import (
+    MAX_QUEUE_NAME_LENGTH,
+    PortableIndex,
+    PortableUniqueConstraint,
+    PostgresPartialIndex,
+)
 from queues.models.groups import Batch, Workflow
 
 
@@ -44,11 +49,17 @@ class Job(models.Model):
     next_run_at = models.DateTimeField(null=True, blank=True)
     recurring = models.BooleanField(default=False)
 
+    # Indexed by the partial job_batch and job_workflow (Meta), not by Django's own index.
     batch = models.ForeignKey(
-        Batch, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+        Batch, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs", db_index=False
     )
     workflow = models.ForeignKey(
-        Workflow, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+        Workflow,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="jobs",
+        db_index=False,
     )
     # The ids (as strings) of the jobs this one waits for; the edges are also in JobDependency.
     depends_on = models.JSONField(default=list, blank=True)
@@ -80,15 +91,34 @@ class Job(models.Model):
     # that every read returns them; the tags are also rows of `JobTag`, which filters read.
     tags = models.JSONField(default=list, blank=True, editable=False)
     meta = models.JSONField(default=dict, blank=True)
+    # The order within a priority level, higher first: a django.tasks task's own priority
+    # (-100..100, whose level `priority` is derived from it), 0 for every other job. Django
+    # promises that any larger priority runs sooner; the five levels alone would tie them.
+    # Last of the columns, as the catalogue's insert_jobs lists them.
+    task_priority = models.SmallIntegerField(default=0, editable=False)
 
     class Meta:
-        ordering = ["-priority", "scheduled_at", "id"]
+        ordering = ["-priority", "-task_priority", "scheduled_at", "id"]
         indexes = [
             # The claim: claimable rows of a queue, in claim order.
             PortableIndex(
-                fields=["queue_name", "status", "-priority", "scheduled_at", "id"],
+                fields=[
+                    "queue_name",
+                    "status",
+                    "-priority",
+                    "-task_priority",
+                    "scheduled_at",
+                    "id",
+                ],
                 condition=Q(status=JobStatus.PENDING),
                 name="job_claim_order",
+            ),
+            # When a queue's jobs became due, oldest first, per dependency state: the oldest
+            # due job (health, metrics) and an idle worker's next look (next_due).
+            PortableIndex(
+                fields=["queue_name", "status", "dependency_status", "scheduled_at"],
+                condition=Q(status=JobStatus.PENDING),
+                name="job_due",
             ),
             # The reaper: running rows by lease expiry.
             PortableIndex(
@@ -96,6 +126,8 @@ class Job(models.Model):
                 condition=Q(status=JobStatus.RUNNING),
                 name="job_lease_expiry",
             ),
+            # Counts, listings, pruning; its times serve the history page's sample from the
+            # index alone (queues.reads.trends).
             # Counts, listings, pruning; its times serve the history page's sample from the
             # index alone (queues.reads.trends).
             models.Index(
@@ -109,9 +141,20 @@ class Job(models.Model):
                 ],
                 name="job_queue_status",
             ),  # fmt: skip
-            models.Index(fields=["status", "completed_at"], name="job_status_completed"),
+            # The pruner: finished jobs by their end.
+            PostgresPartialIndex(
+                fields=["status", "completed_at"],
+                condition=~Q(status__in=[JobStatus.PENDING, JobStatus.RUNNING]),
+                name="job_status_completed",
+            ),
             # Newest first: the admin's job list and the all-queues jobs page.
             models.Index(fields=["created_at", "id"], name="job_created"),
+            # A group's jobs (its page, the cascade of its deletion): most jobs have none,
+            # and on PostgreSQL a full index takes an entry for every write of every job.
+            PortableIndex(fields=["batch"], condition=Q(batch__isnull=False), name="job_batch"),
+            PortableIndex(
+                fields=["workflow"], condition=Q(workflow__isnull=False), name="job_workflow"
+            ),
             PortableIndex(
                 fields=["recurring", "next_run_at"],
                 condition=Q(cron_schedule__isnull=False),
@@ -127,6 +170,10 @@ class Job(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(priority__gte=0, priority__lte=4), name="job_priority_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(task_priority__gte=-100, task_priority__lte=100),
+                name="job_task_priority_range",
             ),
             models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_min"),
             models.CheckConstraint(

@@ -42,6 +42,9 @@ class SearchFilter:
     created_to: str = ""
     finished_from: str = ""
     finished_to: str = ""
+    #: Chosen jobs (an error group's), and what they are, for the operation's description.
+    job_ids: list[str] = field(default_factory=list)
+    chosen: str = ""
     problems: list[str] = field(default_factory=list)
 
     @classmethod
@@ -104,7 +107,7 @@ class SearchFilter:
 
     @property
     def active(self) -> bool:
-        return any(v not in ("", None) for v in self.to_json().values())
+        return any(v not in ("", None, []) for v in self.to_json().values())
 
     @property
     def scans(self) -> bool:
@@ -125,6 +128,8 @@ class SearchFilter:
 
     def describe(self) -> str:
         parts = [f"job {self.job_id}"] if self.job_id else []
+        if self.job_ids:
+            parts.append(self.chosen or f"{len(self.job_ids)} chosen jobs")
         for label, value in (("queue", self.queue), ("status", self.status),
                              ("tag", self.tag), ("payload has", self.payload),
                              ("error has", self.error)):  # fmt: skip
@@ -152,6 +157,8 @@ class SearchFilter:
             return rows.none()
         if self.job_id:
             rows = rows.filter(id=self.job_id)
+        if self.job_ids:
+            rows = rows.filter(id__in=self.job_ids)
         if self.queue:
             rows = rows.filter(queue_name=self.queue)
         if self.status:
@@ -192,6 +199,7 @@ class SearchFilter:
         store `Selection`."""
         return not self.problems and (
             (not self.job_id or str(job.id) == self.job_id)
+            and (not self.job_ids or str(job.id) in self.job_ids)
             and (not self.queue or job.queue_name == self.queue)
             and (not self.status or job.status == self.status)
             and (self.priority is None or job.priority == self.priority)

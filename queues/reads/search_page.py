@@ -18,7 +18,7 @@ from queues.reads.search import SearchFilter
 PAGE_SIZE = 50
 SCAN_WINDOW = 5_000
 #: MariaDB reads a JSON column (LONGTEXT) from the clustered index row by row: see
-#: `listing.MYSQL_SEARCH_WINDOW`, measured on 1,000,000 jobs in docs/search.md.
+#: `listing.MYSQL_SEARCH_WINDOW`, measured on 1,000,000 jobs in docs/explanations/search.md.
 MYSQL_SCAN_WINDOW = 1_000
 
 
@@ -36,7 +36,7 @@ def scan_window(using: str = "default", tagged: bool = False) -> int:
 #: jobs only. An exact count of an error text read 1,000,000 rows: 218 ms on PostgreSQL on a
 #: quiet machine, over a second on SQLite and MariaDB; the newest 100,000 along the created
 #: index (a random read each) took 370 ms on SQLite at load 8; MariaDB's reads of 10,000
-#: missed its (shared, 128 MB) buffer pool one in three: 850 ms (docs/benchmarks.md).
+#: missed its (shared, 128 MB) buffer pool one in three: 850 ms (docs/benchmarks/journal.md).
 COUNT_WINDOW = 20_000
 MYSQL_COUNT_WINDOW = 2_000
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from queues.enums import DependencyStatus, JobStatus
@@ -116,36 +117,46 @@ def oldest_pending(names: list[str]) -> dict[str, datetime]:
 
 def oldest_due(names: list[str], now: datetime) -> dict[str, datetime]:
     """When each queue's longest-waiting due job became due (its `scheduled_at`), among the
-    jobs a worker could claim now (Pending, due, no dependency waiting): the first due one
-    in the order they were enqueued. A read of the (queue, status, created_at) index per
-    queue that stops at the first due job (it passes over older jobs not yet due: delayed
-    ones, retries waiting out their backoff), all in one UNION ALL where the database allows
-    it, as `oldest_pending`. Not the claim index: its priority comes before `scheduled_at`,
-    and PostgreSQL walks every higher-priority job to reach a lower priority's oldest. A
+    jobs a worker could claim now (Pending, due, no dependency waiting, not a disabled
+    recurring job), whatever its priority and however it got there (enqueued with a past
+    time, retried after a backoff, released by the reaper). The first entry of the job_due
+    index (queue, status, dependency state, scheduled_at) for each claimable dependency state
+    of each queue, all in one UNION ALL where the database allows it, as `oldest_pending`. A
     queue with no due job is absent."""
     parts = [
         Job.objects.filter(
             queue_name=name,
             status=JobStatus.PENDING,
+            dependency_status=state,
             scheduled_at__lte=now,
-            dependency_status__in=CLAIMABLE_DEPENDENCIES,
         )
-        .order_by("created_at")
+        .filter(Q(cron_schedule__isnull=True) | Q(recurring=True))
+        .order_by("scheduled_at")
         .values_list("queue_name", "scheduled_at")[:1]
         for name in names
+        for state in CLAIMABLE_DEPENDENCIES
     ]
-    return _first_rows(parts)
+    oldest: dict[str, datetime] = {}
+    for name, due in _rows(parts):
+        if name not in oldest or due < oldest[name]:
+            oldest[name] = due
+    return oldest
 
 
 def _first_rows(parts: list) -> dict:
-    """{key: value} of the (key, value) rows of `parts` (querysets of one row each): one
-    UNION ALL where the database allows a LIMIT in its parts (SQLite does not, and runs
-    in-process: no round trip to save)."""
+    """{key: value} of the (key, value) rows of `parts` (querysets of one row each)."""
+    return dict(_rows(parts))
+
+
+def _rows(parts: list) -> list:
+    """The rows of `parts` (querysets of one row each): one UNION ALL where the database
+    allows a LIMIT in its parts (SQLite does not, and runs in-process: no round trip to
+    save)."""
     if not parts:
-        return {}
+        return []
     if len(parts) > 1 and connection.features.supports_slicing_ordering_in_compound:
-        return dict(parts[0].union(*parts[1:], all=True).order_by())
-    return dict(row for part in parts for row in part)
+        return list(parts[0].union(*parts[1:], all=True).order_by())
+    return [row for part in parts for row in part]
 
 
 def last_full_minute(now: datetime) -> datetime:

@@ -227,6 +227,9 @@ class Store(Protocol):
     def is_paused(self, queue: str) -> bool:
         """Whether the queue has a pause row."""
 
+    def get_pause(self, queue: str) -> QueuePause | None:
+        """The queue's pause row (who paused it, when, why), or None (one read, no lock)."""
+
     # Queue configurations -----------------------------------------------------------------
     def get_queue_config(self, queue: str) -> QueueConfig | None:
         """The queue's configuration row, or None (one read, no lock)."""
@@ -255,6 +258,10 @@ class Store(Protocol):
 
     def get_process(self, process_id: UUID) -> WorkerProcess | None:
         """The process's row, or None (one read, no lock)."""
+
+    def live_processes(self, since: datetime, limit: int) -> list[WorkerProcess]:
+        """The processes whose last heartbeat is at or after `since`, newest heartbeat first
+        (the first `limit`; one read of the heartbeat's index, no lock)."""
 
     # Upkeep: what the pruner deletes ------------------------------------------------------
     def prune_rows(self, table: str, before: datetime, limit: int) -> int:

@@ -1,7 +1,8 @@
 """A PostgreSQL LISTEN connection of one process, on a thread of its own and a dedicated
 connection: the live dashboard's aggregator listens on `CHANNEL`, idle workers on theirs
 (workers/runtime/pickup.py). Each NOTIFY calls `notified(payload)`; after a lost connection
-it reconnects and calls `reconnected()`. See docs/design/store.md."""
+it reconnects and calls `reconnected()`. Through a transaction-mode pooler nothing listens
+(`can_listen`): the callers poll instead. See docs/design/store.md."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import select
 import threading
 from collections.abc import Callable
 
-from django.db import connections
+from django.db import DatabaseError, connections
+
+from queues.store.sql.session import transaction_pooled
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +24,20 @@ STOP_CHECK_SECONDS = 1.0
 #: The pause before the first reconnection, doubled after each failed one up to the maximum.
 RECONNECT_FIRST_SECONDS = 0.1
 RECONNECT_SECONDS = 5.0
+
+
+def can_listen(using: str = "default") -> bool:
+    """Whether a LISTEN on `using` hears its NOTIFYs: PostgreSQL, not through a
+    transaction-mode pooler (there the LISTEN stays on a pooled server session, which the
+    next client gets). A database that does not answer yet: assumed so (the Listener
+    looks again when it connects)."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return False
+    try:
+        return not transaction_pooled(connection)
+    except DatabaseError:
+        return True
 
 
 class Listener(threading.Thread):
@@ -71,6 +88,9 @@ class Listener(threading.Thread):
             wrapper = connections.create_connection(self.using)
             try:
                 wrapper.ensure_connection()
+                if transaction_pooled(wrapper):
+                    logger.info("%s: not listening through a transaction pool", self.name)
+                    return
                 wrapper.set_autocommit(True)
                 with wrapper.cursor() as cursor:
                     # Named, so that an operator (or a test) can find it in pg_stat_activity.

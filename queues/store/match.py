@@ -19,13 +19,14 @@ Group = Batch | Workflow
 
 
 def claim_key(job: Job):
-    """The claim order: highest priority, then oldest, then id."""
-    return (-job.priority, job.scheduled_at, str(job.id))
+    """The claim order: highest priority level, then highest `task_priority` within it (a
+    django.tasks task's own priority; 0 for other jobs), then oldest, then id."""
+    return (-job.priority, -job.task_priority, job.scheduled_at, str(job.id))
 
 
 def age_key(job: Job):
     """The claim order within one priority level."""
-    return (job.scheduled_at, str(job.id))
+    return (-job.task_priority, job.scheduled_at, str(job.id))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

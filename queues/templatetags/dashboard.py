@@ -1,6 +1,8 @@
 """Filters that format numbers, times and payloads for people, the sparkline and the history
 chart, and the tags that make a region live (`live` polls, `live_socket` opens the page's
-WebSocket). See docs/design/dashboard.md."""
+WebSocket). Every moment is written in UTC and says so (`utc`, `moment`), the zone the
+search fields read too; a recurring job's runs add their schedule's zone. See
+docs/design/dashboard.md."""
 
 from __future__ import annotations
 
@@ -59,6 +61,28 @@ def ago(value: datetime | None, now: datetime | None = None) -> str:
     return f"{text} ago" if delta > 0 else f"in {text}"
 
 
+#: How the dashboard writes a moment: in UTC, the zone named ("2026-12-02 14:30:05 UTC").
+MOMENT = "%Y-%m-%d %H:%M:%S"
+
+
+@register.filter
+def utc(value: datetime | None, fmt: str = MOMENT) -> str:
+    """`value` in UTC with the zone named, for a text or a title: "2026-12-02 14:30:05 UTC"
+    (`fmt` a strftime format, e.g. "%H:%M" for "14:30 UTC")."""
+    if not value:
+        return "—"
+    return f"{value.astimezone(UTC).strftime(fmt)} UTC"
+
+
+@register.simple_tag
+def moment(value: datetime | None, fmt: str = MOMENT):
+    """`value` as a <time> element: the `utc` text, its ISO form for machines."""
+    if not value:
+        return "—"
+    iso = value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return format_html('<time datetime="{}">{}</time>', iso, utc(value, fmt))
+
+
 @register.filter
 def age(value: datetime | None) -> str:
     """How long since `value`, without "ago": "4 min"."""
@@ -110,9 +134,11 @@ def sparkline(values: list[int], width: int = 120, height: int = 24):
     )
     label = f"{sum(values)} completed in the last {len(values)} full minutes"
     return format_html(
+        # Stretched to the cell's width on a phone: the line keeps its thickness.
         '<svg class="spark" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-        'aria-label="{label}"><polyline points="{points}" fill="none" '
-        'stroke="currentColor" stroke-width="1.5" stroke-linejoin="round"/></svg>',
+        'preserveAspectRatio="none" aria-label="{label}"><polyline points="{points}" '
+        'fill="none" stroke="currentColor" stroke-width="1.5" stroke-linejoin="round" '
+        'vector-effect="non-scaling-stroke"/></svg>',
         w=width,
         h=height,
         label=label,
@@ -132,18 +158,18 @@ PAUSED = "document.body.hasAttribute('data-live-paused')"
 def live(context, condition: str = "", every: str = "2s"):
     """The attributes of a live region: re-fetched `every` 2 s while the tab is visible, the
     operator has not paused the live updates, no WebSocket pushes it (and `condition`
-    holds), and at once after an action (the `refresh` event)."""
+    holds), and at once after an action (the `refresh` event). `every=""`: only then, for a
+    region whose read is too dear to repeat every few seconds (a search)."""
     check = f"{VISIBLE} && !{PUSHED} && !{PAUSED}"
     if condition:
         check = f"{check} && {condition}"
+    trigger = f"every {every} [{check}], refresh from:body" if every else "refresh from:body"
     # The region is its own target whatever encloses it (the bulk form targets #flash);
     # hx-disinherit: the buttons inside keep their own target and swap.
     return format_html(
-        'hx-get="{}" hx-trigger="every {} [{}], refresh from:body" hx-target="this" '
-        'hx-swap="outerHTML" hx-disinherit="*"',
+        'hx-get="{}" hx-trigger="{}" hx-target="this" hx-swap="outerHTML" hx-disinherit="*"',
         context["request"].get_full_path(),
-        every,
-        check,
+        trigger,
     )
 
 
@@ -172,13 +198,26 @@ def history_chart(row, window):
 
 @register.filter
 def next_runs(job, now: datetime | None = None) -> list[tuple[datetime, str]]:
-    """The next 5 runs of a recurring job (`queues.engine.recurring.next_runs`), each with its time
-    written in the schedule's own time zone ("2026-12-02 03:00 CET")."""
+    """The next 5 runs of a recurring job (`queues.engine.recurring.next_runs`), each with its
+    time in the schedule's own zone ("03:00:00 CET", its date too when it is another day than
+    in UTC), or "" for a UTC schedule: the page writes the run in UTC, as every moment, and
+    this beside it."""
     try:
         zone = ZoneInfo(job.timezone or "UTC")
     except (ZoneInfoNotFoundError, ValueError):
         zone = UTC
-    return [
-        (run, run.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z"))
-        for run in recurring.next_runs(job, now or timezone.now())
-    ]
+    if getattr(zone, "key", "UTC") in ("UTC", "Etc/UTC"):
+        return [(run, "") for run in recurring.next_runs(job, now or timezone.now())]
+    runs = []
+    for run in recurring.next_runs(job, now or timezone.now()):
+        local = run.astimezone(zone)
+        same_day = local.date() == run.astimezone(UTC).date()
+        runs.append((run, local.strftime("%H:%M:%S %Z" if same_day else f"{MOMENT} %Z")))
+    return runs
+
+
+@register.simple_tag
+def error_chart(group, result):
+    """An error group's attempts over the window (`queues.dashboard.charts`)."""
+    step = result.window.span.total_seconds() / max(len(group.buckets), 1)
+    return charts.error_chart(group.label, group.buckets, result.start, step)

@@ -1,6 +1,6 @@
 """`scripts/bench-peers`: PgQueuer, Procrastinate and Chancy on the same PostgreSQL and the same
 handler shapes as Hammerweb's benchqueue, each from its own scratch venv and run as its users
-run it (its own worker CLI, its recommended settings). See docs/peers-benchmark.md.
+run it (its own worker CLI, its recommended settings). See docs/benchmarks/peers.md.
 
 Stdlib only: this side builds the venvs, runs one driver process per measurement inside the
 peer's venv (peers/driver.py) and reports the medians of interleaved rounds.
@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
         prog="scripts/bench-peers",
         description="Run PgQueuer, Procrastinate and Chancy on the same PostgreSQL and handler "
         "shapes, each in its own venv under var/peers/, and report jobs/s and idle pickup "
-        "latency (docs/peers-benchmark.md).",
+        "latency (docs/benchmarks/peers.md).",
     )
     parse.add_argument("--jobs", type=positive, default=5000, help="jobs per throughput run")
     parse.add_argument(

@@ -2,7 +2,7 @@
 
 Stdlib only: the orchestrator imports this under any Python 3.12+, and the driver imports it
 inside each peer's venv. Every default below is the peer's own recommendation for short jobs,
-with the reason (docs/peers-benchmark.md quotes them); `--set peer.key=value` overrides one.
+with the reason (docs/benchmarks/peers.md quotes them); `--set peer.key=value` overrides one.
 """
 
 from __future__ import annotations

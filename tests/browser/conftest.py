@@ -1,8 +1,8 @@
 """Headless Chromium (Debian's, at /usr/bin/chromium) driven by Playwright against
 pytest-django's live server, logged in as a staff user with every permission.
 
-Screenshots go to var/screenshots/ (ignored by git); `HAMMERWEB_SCREENSHOTS=docs/screenshots`
-writes them over the README's instead (a path relative to the repository, or absolute)."""
+Screenshots go to var/screenshots/ (ignored by git), or where `HAMMERWEB_SCREENSHOTS` says (a
+path relative to the repository, or absolute). The manual's are made by scripts/screenshots."""
 
 from __future__ import annotations
 

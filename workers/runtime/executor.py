@@ -47,6 +47,16 @@ class JobError(Exception):
         self.traceback = traceback
 
 
+class _HandlerExit(Exception):
+    """Carries a KeyboardInterrupt or SystemExit that an async handler raised from its
+    task to the slot: asyncio lets those two out of the event loop, whose thread would then
+    end and every later async run wait for ever."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+
 class RunawayHandler(Exception):
     """Raised by `Worker.run` (after it drained) when a sync handler's thread had not come
     back within the job's timeout plus the grace period: the process should end, so that
@@ -104,6 +114,9 @@ class EventLoop:
         except FutureTimeout:
             future.cancel()  # cancels the task on the loop: async handlers really stop
             raise HandlerTimeout from None
+        except _HandlerExit as carried:
+            error = carried.error
+        raise error  # out of the except block: the handler's error keeps its own context
 
     async def _awaited(self, awaitable, job: Job):
         task = asyncio.current_task()
@@ -112,6 +125,8 @@ class EventLoop:
             task.cancel()
         try:
             return await _awaited(awaitable)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise _HandlerExit(exc) from None
         finally:
             self._tasks.pop(job.id, None)
 
@@ -218,9 +233,10 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
         logger.warning("job %s on %s: the database went away under it: %s", job.id,
                        job.queue_name, error)
         return Execution(Interrupted(error))
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # SystemExit from a handler fails its job, not the worker
+    except BaseException as exc:
+        # Whatever a handler raises (KeyboardInterrupt and SystemExit too) fails its job,
+        # not the worker: a signal to the worker never lands in a handler, as the command
+        # turns SIGINT and SIGTERM into a drain and handlers run outside the main thread.
         logger.info("job %s on %s failed: %r", job.id, job.queue_name, exc,
                     extra={"job_id": str(job.id), "queue": job.queue_name,
                            "attempt": job.attempts})

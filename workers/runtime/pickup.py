@@ -11,15 +11,18 @@ import time
 
 from django.db import DatabaseError
 
-from queues.store.listen import Listener
+from queues.store.listen import Listener, can_listen
 
 logger = logging.getLogger("workers")
 
 CHANNEL = "hammerweb_pickup"
 #: How often an idle worker looks for a change where there is no NOTIFY: on SQLite a PRAGMA
 #: that reads no table, on MariaDB `next_due` (a few index probes). SQLite at 20 ms halves
-#: its pickup latency (p50 31 -> 17 ms) for 1.7x the idle CPU: see docs/benchmarks.md.
+#: its pickup latency (p50 31 -> 17 ms) for 1.7x the idle CPU: see docs/benchmarks/journal.md.
 CHECK_SECONDS = {"sqlite": 0.05, "mysql": 0.05}
+#: PostgreSQL through a transaction-mode pooler, where no LISTEN is heard: `next_due`, as
+#: on MariaDB.
+POOLED_CHECK_SECONDS = CHECK_SECONDS["mysql"]
 #: How long a worker's first claim waits for the LISTEN connection (else the poll covers it).
 LISTEN_WAIT_SECONDS = 5.0
 #: The most doublings of the check's wait after checks whose claims got nothing.
@@ -116,11 +119,16 @@ class Pickup:
         self.backoff = 0
         self.hub: Hub | None = None
         self.burst = burst
+        self.polled = False  # PostgreSQL without LISTEN (a transaction pool): checks
 
     def __enter__(self) -> Pickup:
         # A burst run ends when its queue is empty: not worth a connection of its own.
-        if self.vendor == "postgresql" and not self.burst:
-            self.hub = Hub.of(getattr(self.queue, "using", "default"))
+        if self.vendor != "postgresql" or self.burst:
+            return self
+        using = getattr(self.queue, "using", "default")
+        self.polled = not can_listen(using)
+        if not self.polled:
+            self.hub = Hub.of(using)
             listener = self.hub.subscribe(self)
             if not listener.listening.wait(LISTEN_WAIT_SECONDS):
                 logger.warning("queue %s: not listening for new jobs yet; polling", self.queue_name)
@@ -196,12 +204,18 @@ class Pickup:
             version = self._data_version()
             due = self._due_in()
             if due is not None and due <= 0:
+                # Within a check of the scheduled time this sleep waits for, that time has
+                # come (the read took that long), not a new job.
+                if reason == SCHEDULED and time.monotonic() >= deadline - check:
+                    return SCHEDULED
                 return CHANGED
             if due is not None and time.monotonic() + due < deadline:
                 deadline, reason = time.monotonic() + due, SCHEDULED
 
     def _check_seconds(self) -> float | None:
         """How often to look for a change (None: woken by NOTIFY, or nothing to look at)."""
+        if self.polled:
+            return POOLED_CHECK_SECONDS
         return CHECK_SECONDS.get(self.vendor)
 
     def _data_version(self) -> int | None:

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from queues.dashboard.views.access import action, check_input, notice, page
+from queues.dashboard.views.access import action, back_url, check_input, notice, page
 from queues.dashboard.views.actions import JOB_ACTIONS
 from queues.enums import PRIORITY_CHOICES, JobStatus
 from queues.models import BulkOperation
@@ -76,7 +76,13 @@ def confirm(request, queue):
     if refused is not None:
         return refused
     fields = {**flt.query(), "fixed_queue": request.POST.get("fixed_queue", "")}
-    context = {"verb": verb, "filter": flt, "count": count_matches(flt), "fields": fields}
+    context = {
+        "verb": verb,
+        "filter": flt,
+        "count": count_matches(flt),
+        "fields": fields,
+        "back": back_url(request),
+    }
     if request.htmx:
         return render(request, "hammerweb/bulk_panel.html#bulk-confirm", context)
     return render(request, "hammerweb/bulk_panel.html", context)
@@ -90,7 +96,7 @@ def start(request, queue):
         return refused
     op = bulk.start(flt, verb, request.user.get_username())
     if request.htmx:
-        return render(request, "hammerweb/bulk_panel.html#bulk-progress", _progress(op))
+        return _panel(request, op)
     return redirect(reverse("dashboard:bulk-operation", args=[op.pk]))
 
 
@@ -100,10 +106,9 @@ def operation(request, op_id: int):
     """The operation's progress: a page, or (htmx) the panel that polls itself."""
     check_input(request)
     op = get_object_or_404(BulkOperation, pk=op_id)
-    template = "hammerweb/bulk_panel.html"
     if request.htmx:
-        template += "#bulk-progress"
-    return render(request, template, _progress(op))
+        return _panel(request, op)
+    return render(request, "hammerweb/bulk_panel.html", _progress(op))
 
 
 @action()
@@ -115,8 +120,18 @@ def cancel(request, queue, op_id: int):
         bulk.cancel(op, request.user.get_username())
         op.refresh_from_db()
     if request.htmx:
-        return render(request, "hammerweb/bulk_panel.html#bulk-progress", _progress(op))
+        return _panel(request, op)
     return redirect(reverse("dashboard:bulk-operation", args=[op.pk]))
+
+
+def _panel(request, op: BulkOperation):
+    """The progress panel, swapped in place. Once the operation has finished, the page's lists
+    are told to redraw (the `refresh` event an action sends): the jobs it changed show their
+    new status without a reload. The panel stops polling then, so it is told once."""
+    response = render(request, "hammerweb/bulk_panel.html#bulk-progress", _progress(op))
+    if op.finished:
+        response["HX-Trigger"] = "refresh"
+    return response
 
 
 def _progress(op: BulkOperation) -> dict:

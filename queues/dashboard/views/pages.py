@@ -91,6 +91,8 @@ def job_detail(request, job_id):
         "actions": transitions.offered(job),
         "timeline": Timeline(job.id),
         "run_now_of": _run_now_of(job),
+        # Why it waits: a handful of indexed reads, for a Pending job only.
+        "explanation": JobQueue().explain(job.id) if job.status == JobStatus.PENDING else None,
         "now": now,
     }
 

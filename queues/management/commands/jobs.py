@@ -1,4 +1,4 @@
-"""`manage.py jobs`: list, show, retry, cancel, delete, purge, pause, resume and stats, over
+"""`manage.py jobs`: list, show, retry, cancel, delete, purge, pause, resume, stats and errors, over
 the engine (`JobQueue`). The subcommands are in `queues.cli`; this module only declares
 their arguments and turns the engine's refusals into `CommandError`s."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from queues.cli import actions, purge, reads
+from queues.cli import actions, errors, purge, reads
 from queues.engine.queue import JobQueue
 from queues.exceptions import QueueError
 
@@ -14,6 +14,7 @@ RUN = {
     "list": reads.list_jobs,
     "show": reads.show_job,
     "stats": reads.stats,
+    "errors": errors.errors,
     "retry": actions.act,
     "cancel": actions.act,
     "delete": actions.act,
@@ -84,6 +85,9 @@ class Command(BaseCommand):
         stats = sub.add_parser("stats", help="jobs per queue and status")
         stats.add_argument("--queue")
         stats.add_argument("--json", action="store_true")
+        found = sub.add_parser("errors", help="failed attempts grouped by error, in a window")
+        found.add_argument("--window", choices=("1h", "24h", "7d"), default="24h")
+        found.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options):
         queue = JobQueue(using=options["database"])

@@ -28,7 +28,7 @@ WHERE queue_name = %(queue)s AND status = 'Pending' AND scheduled_at <= %(now)s
   AND dependency_status IN ('none', 'satisfied')
   AND (cron_schedule IS NULL OR recurring)
   AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
-ORDER BY priority DESC, scheduled_at, id
+ORDER BY priority DESC, task_priority DESC, scheduled_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
@@ -40,7 +40,7 @@ WHERE queue_name = %(queue)s AND status = 'Pending' AND priority = %(priority)s
   AND dependency_status IN ('none', 'satisfied')
   AND (cron_schedule IS NULL OR recurring)
   AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
-ORDER BY scheduled_at, id
+ORDER BY task_priority DESC, scheduled_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
@@ -275,19 +275,17 @@ GROUP BY 1, 2, 3
 -- When the worker of an idle queue should look again (workers/pickup): the earliest
 -- scheduled_at of a job that is claimable or will be by time alone (Pending, no unfinished
 -- dependency, not a disabled recurring job); no row's value when the queue is paused. One
--- index probe per priority level (the claim index orders each level by scheduled_at), never
--- a scan of the queue's future jobs. Reads only: no lock, no write.
+-- probe of the job_due index per claimable dependency state, which orders each by
+-- scheduled_at, never a scan of the queue's future jobs. Reads only: no lock, no write.
 SELECT MIN(d.due) FROM (
     SELECT (
         SELECT j.scheduled_at FROM queues_job j
-        WHERE j.queue_name = %(queue)s AND j.status = 'Pending' AND j.priority = lv.level
-          AND j.dependency_status IN ('none', 'satisfied')
+        WHERE j.queue_name = %(queue)s AND j.status = 'Pending'
+          AND j.dependency_status = ds.state
           AND (j.cron_schedule IS NULL OR j.recurring)
         ORDER BY j.scheduled_at LIMIT 1
     ) AS due
-    FROM (
-    SELECT 0 AS level UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
-) AS lv
+    FROM (SELECT 'none' AS state UNION ALL SELECT 'satisfied') AS ds
 ) AS d
 WHERE NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
 
@@ -315,7 +313,7 @@ INSERT INTO queues_job (
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
-    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority
 )
 SELECT r.* FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
     c0 LONGTEXT PATH '$[0]', c1 LONGTEXT PATH '$[1]', c2 LONGTEXT PATH '$[2]',
@@ -329,5 +327,6 @@ SELECT r.* FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
     c24 LONGTEXT PATH '$[24]', c25 LONGTEXT PATH '$[25]', c26 LONGTEXT PATH '$[26]',
     c27 LONGTEXT PATH '$[27]', c28 LONGTEXT PATH '$[28]', c29 LONGTEXT PATH '$[29]',
     c30 LONGTEXT PATH '$[30]', c31 LONGTEXT PATH '$[31]', c32 LONGTEXT PATH '$[32]',
-    c33 LONGTEXT PATH '$[33]', c34 LONGTEXT PATH '$[34]', c35 LONGTEXT PATH '$[35]'
+    c33 LONGTEXT PATH '$[33]', c34 LONGTEXT PATH '$[34]', c35 LONGTEXT PATH '$[35]',
+    c36 LONGTEXT PATH '$[36]'
 )) AS r

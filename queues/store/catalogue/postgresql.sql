@@ -34,7 +34,7 @@ WITH picked AS (
       AND dependency_status IN ('none', 'satisfied')
       AND (cron_schedule IS NULL OR recurring)
       AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
-    ORDER BY priority DESC, scheduled_at, id
+    ORDER BY priority DESC, task_priority DESC, scheduled_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
@@ -54,7 +54,7 @@ WITH picked AS (
       AND dependency_status IN ('none', 'satisfied')
       AND (cron_schedule IS NULL OR recurring)
       AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
-    ORDER BY scheduled_at, id
+    ORDER BY task_priority DESC, scheduled_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
@@ -353,17 +353,17 @@ DROP FUNCTION IF EXISTS queues_notify_jobs()
 -- When the worker of an idle queue should look again (workers/pickup): the earliest
 -- scheduled_at of a job that is claimable or will be by time alone (Pending, no unfinished
 -- dependency, not a disabled recurring job); no row's value when the queue is paused. One
--- index probe per priority level (the claim index orders each level by scheduled_at), never
--- a scan of the queue's future jobs. Reads only: no lock, no write.
+-- probe of the job_due index per claimable dependency state, which orders each by
+-- scheduled_at, never a scan of the queue's future jobs. Reads only: no lock, no write.
 SELECT MIN(d.due) FROM (
     SELECT (
         SELECT j.scheduled_at FROM queues_job j
-        WHERE j.queue_name = %(queue)s AND j.status = 'Pending' AND j.priority = lv.level
-          AND j.dependency_status IN ('none', 'satisfied')
+        WHERE j.queue_name = %(queue)s AND j.status = 'Pending'
+          AND j.dependency_status = ds.state
           AND (j.cron_schedule IS NULL OR j.recurring)
         ORDER BY j.scheduled_at LIMIT 1
     ) AS due
-    FROM (VALUES (0), (1), (2), (3), (4)) AS lv(level)
+    FROM (VALUES ('none'), ('satisfied')) AS ds(state)
 ) AS d
 WHERE NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
 
@@ -446,7 +446,7 @@ INSERT INTO queues_job (
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
-    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority
 )
 SELECT (r->>0)::uuid, r->>1, (r->>2)::jsonb, r->>3, (r->>4)::smallint, (r->>5)::integer,
     (r->>6)::integer, (r->>7)::timestamptz, (r->>8)::timestamptz, (r->>9)::timestamptz,
@@ -455,5 +455,5 @@ SELECT (r->>0)::uuid, r->>1, (r->>2)::jsonb, r->>3, (r->>4)::smallint, (r->>5)::
     r->>18, (r->>19)::timestamptz, (r->>20)::integer::boolean, (r->>21)::uuid, (r->>22)::uuid,
     (r->>23)::jsonb, r->>24, (r->>25)::uuid, (r->>26)::timestamptz, (r->>27)::timestamptz,
     (r->>28)::uuid, r->>29, (r->>30)::jsonb, r->>31, r->>32, (r->>33)::timestamptz,
-    (r->>34)::jsonb, (r->>35)::jsonb
+    (r->>34)::jsonb, (r->>35)::jsonb, (r->>36)::smallint
 FROM jsonb_array_elements(%(rows)s::jsonb) AS r

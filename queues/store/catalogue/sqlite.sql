@@ -31,7 +31,7 @@ WHERE id IN (
       AND dependency_status IN ('none', 'satisfied')
       AND (cron_schedule IS NULL OR recurring)
       AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
-    ORDER BY priority DESC, scheduled_at, id
+    ORDER BY priority DESC, task_priority DESC, scheduled_at, id
     LIMIT %(limit)s
 )
 RETURNING *
@@ -49,7 +49,7 @@ WHERE id IN (
       AND dependency_status IN ('none', 'satisfied')
       AND (cron_schedule IS NULL OR recurring)
       AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
-    ORDER BY scheduled_at, id
+    ORDER BY task_priority DESC, scheduled_at, id
     LIMIT %(limit)s
 )
 RETURNING *
@@ -242,19 +242,17 @@ GROUP BY 1, 2, 3
 -- When the worker of an idle queue should look again (workers/pickup): the earliest
 -- scheduled_at of a job that is claimable or will be by time alone (Pending, no unfinished
 -- dependency, not a disabled recurring job); no row's value when the queue is paused. One
--- index probe per priority level (the claim index orders each level by scheduled_at), never
--- a scan of the queue's future jobs. Reads only: no lock, no write.
+-- probe of the job_due index per claimable dependency state, which orders each by
+-- scheduled_at, never a scan of the queue's future jobs. Reads only: no lock, no write.
 SELECT MIN(d.due) FROM (
     SELECT (
         SELECT j.scheduled_at FROM queues_job j
-        WHERE j.queue_name = %(queue)s AND j.status = 'Pending' AND j.priority = lv.level
-          AND j.dependency_status IN ('none', 'satisfied')
+        WHERE j.queue_name = %(queue)s AND j.status = 'Pending'
+          AND j.dependency_status = ds.state
           AND (j.cron_schedule IS NULL OR j.recurring)
         ORDER BY j.scheduled_at LIMIT 1
     ) AS due
-    FROM (
-    SELECT 0 AS level UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
-) AS lv
+    FROM (SELECT 'none' AS state UNION ALL SELECT 'satisfied') AS ds
 ) AS d
 WHERE NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = %(queue)s)
 
@@ -282,7 +280,7 @@ INSERT INTO queues_job (
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
-    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority
 )
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
     json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
@@ -295,5 +293,6 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
     json_extract(value, '$[24]'), json_extract(value, '$[25]'), json_extract(value, '$[26]'),
     json_extract(value, '$[27]'), json_extract(value, '$[28]'), json_extract(value, '$[29]'),
     json_extract(value, '$[30]'), json_extract(value, '$[31]'), json_extract(value, '$[32]'),
-    json_extract(value, '$[33]'), json_extract(value, '$[34]'), json_extract(value, '$[35]')
+    json_extract(value, '$[33]'), json_extract(value, '$[34]'), json_extract(value, '$[35]'),
+    json_extract(value, '$[36]')
 FROM json_each(%(rows)s)

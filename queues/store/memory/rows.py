@@ -181,6 +181,10 @@ class MemoryRows:
     def is_paused(self, queue: str) -> bool:
         return queue in self.pauses
 
+    def get_pause(self, queue: str) -> QueuePause | None:
+        row = self.pauses.get(queue)
+        return None if row is None else copied(row)
+
     def replace_tags(self, job: Job) -> None:
         pass  # the tag filters read the stored job's own tags
 
@@ -229,3 +233,8 @@ class MemoryRows:
     def get_process(self, process_id) -> WorkerProcess | None:
         row = self.processes.get(process_id)
         return None if row is None else copied(row)
+
+    def live_processes(self, since, limit: int) -> list[WorkerProcess]:
+        rows = [row for row in self.processes.values() if row.last_heartbeat_at >= since]
+        rows.sort(key=lambda row: row.last_heartbeat_at, reverse=True)
+        return copied(rows[:limit])

@@ -147,6 +147,9 @@ class SqlRows:
     def is_paused(self, queue: str) -> bool:
         return self._pauses().filter(queue_name=queue).exists()
 
+    def get_pause(self, queue: str) -> QueuePause | None:
+        return self._pauses().filter(queue_name=queue).first()
+
     # Queue configurations ---------------------------------------------------------------
     def _configs(self):
         return QueueConfig.objects.using(self.using)
@@ -177,3 +180,7 @@ class SqlRows:
 
     def get_process(self, process_id) -> WorkerProcess | None:
         return self._processes().filter(id=process_id).first()
+
+    def live_processes(self, since, limit: int) -> list[WorkerProcess]:
+        rows = self._processes().filter(last_heartbeat_at__gte=since)
+        return list(rows.order_by("-last_heartbeat_at")[:limit])

@@ -93,3 +93,27 @@ def test_bad_input_is_a_command_error_that_changes_nothing(args, message):
     with pytest.raises(CommandError, match=message):
         jobs(*args)
     assert snapshot() == before
+
+
+def test_show_says_why_a_job_waits_and_errors_groups_the_failures():
+    from tests.queues.reads.test_error_groups import fail
+
+    name = unique_queue("cli_why")
+    queue = JobQueue()
+    job_id = queue.enqueue(Job(queue_name=name))
+    queue.pause_queue(name, paused_by="ann")
+    out = jobs("show", str(job_id))[0]
+    assert "why it waits:" in out and "paused, by ann" in out and "No live worker" in out
+    shown = json.loads(jobs("show", str(job_id), "--json")[0])
+    assert not shown["explanation"]["runnable"]
+    assert {"paused", "no_worker"} <= {r["code"] for r in shown["explanation"]["reasons"]}
+
+    failing = unique_queue("cli_errors")
+    fail(queue, failing, [("app.Gone", "order 5 gone"), ("app.Gone", "order 6 gone")])
+    table = jobs("errors", "--window", "1h")[0]
+    assert "app.Gone" in table and "order <n> gone" in table and "attempts read" in table
+    groups = json.loads(jobs("errors", "--json")[0])
+    gone = next(g for g in groups if g["exception_class"] == "app.Gone")
+    assert gone["count"] == 2 and gone["queues"] == {failing: 2} and gone["new"]
+    with pytest.raises(CommandError):
+        jobs("errors", "--window", "1y")

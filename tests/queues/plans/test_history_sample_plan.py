@@ -1,7 +1,7 @@
 """The history page's sample of a queue's newest completions (queues.reads.trends.percentiles) is
 read from the `job_queue_status` index alone, which carries the times it reads: read
 through the rows, six queues' samples of 1,000 missed MariaDB's buffer pool (350 to 430 ms
-of statements at a million jobs; docs/benchmarks.md). Read from the plans."""
+of statements at a million jobs; docs/benchmarks/journal.md). Read from the plans."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _plan(sql: str) -> str:
 def test_the_history_sample_is_read_from_the_index_alone():
     if connection.vendor == "postgresql":
         # Its plan on a test's few rows is no guide (it picks the status index); on a million
-        # jobs it reads job_queue_status, heap-free once vacuumed (docs/benchmarks.md).
+        # jobs it reads job_queue_status, heap-free once vacuumed (docs/benchmarks/journal.md).
         pytest.skip("MariaDB's and SQLite's plans")
     queue, others = JobQueue(), [unique_queue("sample") for _ in range(3)]
     now = timezone.now()

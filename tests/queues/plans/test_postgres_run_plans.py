@@ -13,6 +13,7 @@ from django.utils import timezone
 from queues.api import DequeueOptions, Job, JobQueue
 from queues.store import sql_store
 from tests.conftest import unique_queue
+from tests.pgbouncer.pooling import skip_through_a_pooler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,6 +23,7 @@ RUNS = 12  # psycopg prepares at the 5th; the server tries 5 custom plans before
 
 @pytest.mark.parametrize("name", ["startable_runs", "lock_runs", "start_runs"])
 def test_the_statements_of_id_lists_are_planned_once(name):
+    skip_through_a_pooler()
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's plan cache")
     queue = JobQueue()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from queues.api import Job, JobOutcome, JobQueue, MockClock
+from queues.api import DependencyStatus, Job, JobOutcome, JobPriority, JobQueue, MockClock
 from queues.reads import stats
 from tests.conftest import unique_queue
 
@@ -86,3 +86,54 @@ def test_overview_lists_queues_and_oldest_pending():
     rows = {r.name: r for r in stats.overview().queues}
     assert {first, second} <= rows.keys()
     assert rows[first].oldest_pending_at is not None
+
+
+def _enqueue_at(queue: JobQueue, clock: MockClock, name: str, due: timedelta, **fields):
+    """Enqueue a job of `name` at the clock's time, due `due` from then; a second later."""
+    now = clock.now()
+    job_id = queue.enqueue(Job(queue_name=name, created_at=now, scheduled_at=now + due, **fields))
+    clock.advance(timedelta(seconds=1))
+    return job_id
+
+
+def test_oldest_due_is_the_job_due_longest_whatever_its_place_in_enqueue_order():
+    # A job enqueued last but back-dated two hours, at a low priority, waits longest: the
+    # due jobs enqueued before it must not hide it.
+    name, clock = unique_queue("due_dated"), MockClock(datetime(2026, 12, 3, 12, 0, tzinfo=UTC))
+    queue = JobQueue(clock=clock)
+    _enqueue_at(queue, clock, name, -timedelta(minutes=1))
+    _enqueue_at(queue, clock, name, timedelta(0), priority=JobPriority.CRITICAL)
+    _enqueue_at(queue, clock, name, -timedelta(hours=2), priority=JobPriority.LOW)
+    assert stats.oldest_due([name], clock.now()) == {
+        name: datetime(2026, 12, 3, 10, 0, 2, tzinfo=UTC)
+    }
+
+
+def test_oldest_due_counts_a_retried_job_from_when_its_retry_became_due():
+    # The retried job was enqueued first; the job enqueued after it became due before its
+    # retry did, and has waited longer.
+    name, t0 = unique_queue("due_retry"), datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    clock = MockClock(t0)
+    queue = JobQueue(clock=clock)
+    queue.enqueue(Job(queue_name=name, created_at=t0, scheduled_at=t0))
+    queue.finish_job_run(
+        queue.dequeue_one(name), JobOutcome.retry(t0 + timedelta(minutes=10), error="try later")
+    )
+    clock.advance(timedelta(minutes=5))
+    _enqueue_at(queue, clock, name, timedelta(0))
+    assert stats.oldest_due([name], t0 + timedelta(hours=1)) == {name: t0 + timedelta(minutes=5)}
+    assert stats.oldest_due([name], t0 + timedelta(minutes=7)) == {name: t0 + timedelta(minutes=5)}
+    assert stats.oldest_due([name], t0 + timedelta(minutes=4)) == {}
+
+
+def test_oldest_due_passes_over_a_disabled_recurring_job_and_reads_both_dependency_states():
+    name, clock = unique_queue("due_states"), MockClock(datetime(2026, 12, 3, 12, 0, tzinfo=UTC))
+    queue = JobQueue(clock=clock)
+    disabled = _enqueue_at(queue, clock, name, -timedelta(hours=3))
+    Job.objects.filter(id=disabled).update(cron_schedule="* * * * *", recurring=False)
+    _enqueue_at(queue, clock, name, -timedelta(hours=1))
+    released = _enqueue_at(queue, clock, name, -timedelta(hours=2))
+    Job.objects.filter(id=released).update(dependency_status=DependencyStatus.SATISFIED)
+    assert stats.oldest_due([name, unique_queue("due_none")], clock.now()) == {
+        name: datetime(2026, 12, 3, 10, 0, 2, tzinfo=UTC)
+    }

@@ -7,6 +7,7 @@ import uuid
 from queues import enums
 from queues.api import JobPriority, JobStatus
 from queues.models import QueuePause
+from queues.task_jobs import task_priorities
 from tests.queues.conftest import unique_queue
 from tests.queues.store.conftest import LEASE, T0, claim, insert, job, one
 
@@ -74,3 +75,33 @@ def test_a_paused_queue_is_never_claimed_from(store):
     assert claim(store, name) == [] and claim(store, name, priority=JobPriority.NORMAL) == []
     store.resume(name)
     assert [j.id for j in claim(store, name)] == [job_id]
+
+
+def test_a_claim_orders_a_level_by_task_priority_then_age(store):
+    # Django tasks of one level (their own priorities -20..20 are all Normal) run in their
+    # exact order, a larger one sooner; a queues.api job (task_priority 0) sits between the
+    # positive and the negative ones; the level still comes first.
+    name = unique_queue("claim_fine")
+    jobs = {
+        "task 30": job(name, **task_priorities(30)),  # High
+        "api high": job(name, age=500, priority=JobPriority.HIGH),
+        "task 10": job(name, **task_priorities(10)),
+        "task 5": job(name, age=5, **task_priorities(5)),
+        "task 2": job(name, age=300, **task_priorities(2)),
+        "api normal, older": job(name, age=100),
+        "api normal": job(name, age=50),
+        "task -2": job(name, age=900, **task_priorities(-2)),
+        "task -50": job(name, age=1000, **task_priorities(-50)),  # Low
+    }
+    insert(store, *reversed(jobs.values()))
+    by_id = {j.id: label for label, j in jobs.items()}
+    assert [by_id[claim(store, name, limit=1)[0].id] for _ in jobs] == list(jobs)
+
+
+def test_a_claim_at_a_level_orders_it_by_task_priority_then_age(store):
+    name = unique_queue("claim_fine_level")
+    old, api, high = job(name, age=60), job(name, age=30), job(name, **task_priorities(20))
+    low = job(name, age=600, **task_priorities(-20))
+    insert(store, low, old, api, high)
+    order = [claim(store, name, limit=1, priority=JobPriority.NORMAL)[0].id for _ in range(4)]
+    assert order == [high.id, old.id, api.id, low.id]

@@ -122,3 +122,16 @@ def test_the_registry_is_undone_with_its_transaction(store):
     with pytest.raises(RuntimeError):
         store.atomic(pruned_and_undone)
     assert store.get_process(kept.id) is not None
+
+
+def test_the_live_processes_are_those_that_beat_since_newest_first(store):
+    old, new, newest = process(), process(pid=43), process(pid=44)
+    for row, at in ((old, T0), (new, T0 + MINUTE), (newest, T0 + 2 * MINUTE)):
+        row.last_heartbeat_at = at
+        store.register_process(row)
+    live = store.live_processes(T0 + MINUTE, 10)
+    mine = [row.pid for row in live if row.id in {old.id, new.id, newest.id}]
+    assert mine == [44, 43]
+    assert len(store.live_processes(T0 + MINUTE, 1)) == 1
+    live[0].queues.append("changed after the read")
+    assert store.get_process(live[0].id).queues == ["a", "b"]

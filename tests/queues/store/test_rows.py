@@ -166,8 +166,10 @@ def test_pauses(store):
     store.pause(QueuePause(queue_name=name, paused_at=T0, paused_by="a"))
     store.pause(QueuePause(queue_name=name, paused_at=T0, paused_by="b", reason="again"))
     assert store.is_paused(name) and not store.is_paused(unique_queue("pause_other"))
+    row = store.get_pause(name)
+    assert (row.paused_at, row.paused_by, row.reason) == (T0, "b", "again")
     store.resume(name)
-    assert not store.is_paused(name)
+    assert not store.is_paused(name) and store.get_pause(name) is None
 
 
 def test_reaper_runs_are_recorded_with_an_id(store):

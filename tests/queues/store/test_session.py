@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from queues.api import Job, JobQueue
 from queues.store.sql import session
 from tests.conftest import unique_queue
+from tests.pgbouncer.pooling import skip_through_a_pooler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,6 +56,7 @@ def _prepared() -> list[str]:
 
 @postgres_only
 def test_the_engines_statements_are_prepared_and_djangos_are_not():
+    skip_through_a_pooler()
     connection.close()
     name = unique_queue("prepared")
     queue = JobQueue()
@@ -72,6 +74,7 @@ def test_the_engines_statements_are_prepared_and_djangos_are_not():
 
 @postgres_only
 def test_pg_prepare_off_prepares_nothing(settings):
+    skip_through_a_pooler()
     settings.HAMMERWEB = {"PG_PREPARE": False}
     connection.close()
     name = unique_queue("unprepared")

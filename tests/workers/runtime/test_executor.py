@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from queues.api import Job, JobQueue, JobStatus, RetryStrategy, TestQueue
 from tests.conftest import unique_queue
+from tests.pgbouncer.pooling import skip_through_a_pooler
 from tests.workers.support.helpers import running, wait_for_status, wait_until
 from workers.api import Worker, dispatch, job_handler
 from workers.registry import unregister
@@ -171,6 +172,7 @@ def test_burst_mode_returns_once_the_queue_is_empty():
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="counts server connections")
 def test_worker_threads_close_their_connections():
+    skip_through_a_pooler()
     queue = JobQueue()
     name = unique_queue("connections")
     queue.enqueue_many([Job(queue_name=name) for _ in range(12)])

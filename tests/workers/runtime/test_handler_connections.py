@@ -14,6 +14,7 @@ from django.db import connection, connections
 
 from queues.api import Job, JobQueue, JobStatus
 from tests.conftest import unique_queue
+from tests.pgbouncer.pooling import skip_through_a_pooler
 from tests.workers.support.handler_runs import backend_id, kill_backend, record_run, runs_per_job
 from tests.workers.support.helpers import running, wait_for_status, wait_until
 from workers.api import Worker
@@ -21,6 +22,14 @@ from workers.runtime.connections import _quiet
 from workers.runtime.state import MAX_GIVEN_BACK
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def own_server_sessions(transactional_db):
+    """These tests end a connection's server session by its id: not through a pool."""
+    skip_through_a_pooler()
+
+
 server_only = pytest.mark.skipif(
     connection.vendor == "sqlite", reason="SQLite has no server sessions"
 )

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, MockClock
 from queues.models import Job as JobRow
 from tests.conftest import unique_queue
+from tests.pgbouncer.pooling import skip_through_a_pooler
 from workers.runtime.pickup import NOTIFY, PickupListener
 
 pytestmark = [
@@ -68,6 +69,7 @@ class Recorder:
 
 @pytest.fixture
 def notified():
+    skip_through_a_pooler()
     recorder = Recorder()
     listener = PickupListener(recorder)
     listener.start()

@@ -24,6 +24,7 @@ from django.db.models import Max, Min
 
 from queues.api import Job, JobQueue
 from queues.models import ReaperRun
+from tests.pgbouncer.pooling import skip_through_a_pooler
 from tests.workers.runworker.test_runworker import runworker  # noqa: F401 (a fixture)
 from tests.workers.support.chaos_jobs import CHAOS_QUEUE
 from tests.workers.support.handler_runs import runs_per_job
@@ -176,6 +177,7 @@ def check(chaos: Chaos, queue: JobQueue, ids: list, output: str) -> dict:
 
 def test_runworker_carries_on_through_a_server_restart(runworker, handler_runs):  # noqa: F811
     """One process (`--processes 1`), the server restarted once."""
+    skip_through_a_pooler()  # (tests/pgbouncer restarts the pooler instead)
     queue = JobQueue()
     chaos = Chaos(jobs=1500, processes=1, concurrency=4, seconds=0.02)
     ids, output = chaos.run(runworker, queue)
@@ -185,6 +187,7 @@ def test_runworker_carries_on_through_a_server_restart(runworker, handler_runs):
 def test_chaos_kills_and_a_server_restart(runworker, handler_runs):  # noqa: F811
     """`--processes 2`, children killed with SIGKILL twice before the restart and once
     after it."""
+    skip_through_a_pooler()  # (tests/pgbouncer restarts the pooler instead)
     queue = JobQueue()
     chaos = Chaos(
         jobs=3000,

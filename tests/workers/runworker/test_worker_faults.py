@@ -62,7 +62,7 @@ def test_a_handler_that_kills_its_process_is_dead_after_max_attempts(runworker, 
     starts = Counter(parts[1] for parts in log_lines(log) if parts[0] == "start")
     assert starts[str(poison.id)] == 3, "it ran again after its last attempt"
     # A job that had completed just before a death, its outcome not yet written by the
-    # child's writer, is handed back and runs again (README, Faults: at least once), with
+    # child's writer, is handed back and runs again (docs/explanations/at-least-once.md), with
     # that attempt counted; no job spends an attempt it did not run (batches of one, one
     # slot: a dying child holds no unstarted job).
     for job_id in others:

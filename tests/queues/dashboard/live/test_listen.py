@@ -16,6 +16,7 @@ from queues.api import Job, JobQueue
 from queues.models import Job as JobRow
 from queues.store.listen import Listener
 from tests.conftest import unique_queue
+from tests.pgbouncer.pooling import skip_through_a_pooler
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -46,6 +47,7 @@ class Wakes:
 
 @pytest.fixture
 def wakes():
+    skip_through_a_pooler()
     wakes = Wakes()
     listener = Listener(wakes)
     listener.start()
