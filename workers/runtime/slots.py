@@ -16,7 +16,6 @@ from workers import metrics
 from workers.runtime.allowance import Allowance
 from workers.runtime.connections import close_all
 from workers.runtime.executor import EventLoop, Execution, Interrupted, execute
-from workers.runtime.start_checks import StartChecks
 from workers.runtime.state import Request, RunState
 
 logger = logging.getLogger("workers")
@@ -30,14 +29,16 @@ class Slot:
         allowance: Allowance,
         loop: EventLoop,
         on_runaway,
-        checks: StartChecks | None,
+        checks: bool,
     ) -> None:
         self.worker = worker
         self.state = state
         self.allowance = allowance
         self.loop = loop
         self.on_runaway = on_runaway  # called with the job and its thread
-        self.checks = checks  # None: every held job taken so gets its start marker
+        # Whether the writes check held jobs (a caller's queue may lack `write_runs`): if not,
+        # every held job taken after an outcome gets its start marker.
+        self.checks = checks
 
     def run(self) -> None:
         state = self.state
@@ -69,10 +70,13 @@ class Slot:
                     continue
                 straggler = execution.straggler
                 if straggler is None and self._goes_on(job, execution.outcome):
-                    # Before its write (see the module's docstring); a job taken after the
-                    # claim's start window asks the writer for its start marker as before.
-                    state.submit(finished=(job, execution.outcome), wait=False)
-                    job = self._next_checked()
+                    # Without waiting for its write, unless the slot takes a held job with
+                    # it: that job starts once the write's read (or its start marker) says
+                    # its run is still this worker's (see `_next`).
+                    request = state.submit(
+                        finished=(job, execution.outcome), wait=False, check_next=self.checks
+                    )
+                    job = self._next(request)
                     continue
                 # Wait for the write before running the next job: a fail-fast batch must
                 # have failed, and a sequential batch's previous job must have completed,
@@ -85,20 +89,17 @@ class Slot:
         finally:
             close_all()
 
-    def _next_checked(self) -> Job | None:
-        """After an outcome handed in without its write: the next held job, started (or
-        None if none is held, or it did not start). Taken within the claim's start window,
-        a read that began after this slot asked checks that its run is still this
-        worker's, its queue not paused and its fail-fast batch not failed (`StartChecks`),
-        so that a run an operator took back since the claim does not start here; otherwise,
-        or if the read fails, the writer's start marker decides, as for any held job."""
-        held = self.state.take(wait=False)
-        if held is None:
-            return None
-        job = held.job
-        # Not `fresh()`: the read also tells a failed fail-fast batch, so a batch's job may
-        # start on it too.
-        if held.recent() and self.checks is not None and self.checks.may_start(job):
+    def _next(self, request: Request) -> Job | None:
+        """The held job taken with an outcome handed in, started (or None if none was held,
+        or it did not start). Taken within the claim's start window, it was checked by the
+        write (a read that began after this slot asked: its run still this worker's, its
+        queue not paused, its fail-fast batch not failed), so that a run an operator took
+        back since the claim does not start here; otherwise, or if the check said no or
+        failed, the writer's start marker decides, as for any held job."""
+        job = request.check
+        if job is None:
+            return self._started(request) if request.start is not None else None
+        if request.startable:
             return job
         return self._started(self.state.submit(start=job))
 

@@ -52,8 +52,12 @@ class Request:
     finished: tuple[Job, JobOutcome] | None
     start: Job | None
     given_back: Job | None = None
+    #: A held job taken within the claim's start window, to check with the write: it starts
+    #: if the write's read (begun after this request) finds its run still this worker's.
+    check: Job | None = None
     written: threading.Event = field(default_factory=threading.Event)
     answer: str | None = None  # what the start did (None: the database was gone)
+    startable: bool = False  # the check's answer (False: the start marker decides)
 
 
 class RunState:
@@ -160,10 +164,14 @@ class RunState:
         take_next: bool = False,
         given_back: Job | None = None,
         wait: bool = True,
+        check_next: bool = False,
     ) -> Request:
         """Hand the writer an outcome to record (or a run to give back) and/or a held job
-        to start (with `take_next`, the next held job, if any); wait for the write, unless
-        `wait` is False and fewer than `unwritten_limit` outcomes already wait for it."""
+        to start (with `take_next`, the next held job, if any, with a start marker; with
+        `check_next`, the next held job, checked by the write if it is recent, else with a
+        start marker); wait for the write, unless `wait` is False, no held job was taken
+        and fewer than `unwritten_limit` outcomes already wait for it."""
+        check = None
         with self.lock:
             if not wait and self.finishing >= self.unwritten_limit:
                 wait = True  # the writer is behind: this slot waits for it
@@ -171,10 +179,14 @@ class RunState:
             # must already count the finished job as finishing, or it claims too few.
             if finished is not None or given_back is not None:
                 self.finishing += 1
-            if take_next:
+            if take_next or check_next:
                 held = self._take_locked()
-                start = held.job if held is not None else None
-            request = Request(finished, start, given_back)
+                if held is not None and check_next and held.recent():
+                    check = held.job
+                elif held is not None:
+                    start = held.job
+                wait = wait or held is not None
+            request = Request(finished, start, given_back, check)
             self.outbox.append(request)
             self.requests.notify()
         if wait:

@@ -68,15 +68,25 @@ class Writer:
     def write(self, requests: list[Request]) -> None:
         finished = [r.finished for r in requests if r.finished is not None]
         starting = [r.start for r in requests if r.start is not None]
+        checking = [r.check for r in requests if r.check is not None]
         given_back = [r.given_back for r in requests if r.given_back is not None]
-        what = f"finishing {len(finished)} and starting {len(starting)} jobs"
+        what = f"finishing {len(finished)} and starting {len(starting) + len(checking)} jobs"
+        startable: set = set()
         try:
-            recorded, answers = retrying(
-                lambda: self.queue.finish_and_start_runs(finished, starting),
-                what=what,
-                using=self.using,
-                give_up=self.force,
-            )
+            if checking:
+                recorded, answers, startable = retrying(
+                    lambda: self.queue.write_runs(finished, starting, checking),
+                    what=what,
+                    using=self.using,
+                    give_up=self.force,
+                )
+            else:
+                recorded, answers = retrying(
+                    lambda: self.queue.finish_and_start_runs(finished, starting),
+                    what=what,
+                    using=self.using,
+                    give_up=self.force,
+                )
         except Exception as exc:
             # GaveUp (the database stayed away until a forced stop) or a bug: either way the
             # slots waiting on this write must go on. The jobs stay Running; their leases
@@ -110,6 +120,8 @@ class Writer:
         for request in requests:
             if request.start is not None:
                 request.answer = next(answer)
+            if request.check is not None:
+                request.startable = request.check.id in startable
             request.written.set()
 
     def give_back(self, jobs: list) -> None:
