@@ -8,11 +8,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.engine.outcomes import check_outcome
 from queues.enums import HandlerEnd
 from workers import metrics
+from workers.runtime import state as run_state
 from workers.runtime.allowance import Allowance
 from workers.runtime.connections import close_all
 from workers.runtime.executor import EventLoop, Execution, Interrupted, execute
@@ -39,12 +41,18 @@ class Slot:
         # Whether the writes check held jobs (a caller's queue may lack `write_runs`): if not,
         # every held job taken after an outcome gets its start marker.
         self.checks = checks
+        #: Held jobs taken with the last check (`RunState._take_more`), with its answers.
+        self.share: deque[tuple[Job, bool]] = deque()
+        self.share_checked_at = 0.0
 
     def run(self) -> None:
         state = self.state
         try:
             job = None
             while True:
+                if job is None and self.share:
+                    job = self._from_share()
+                    continue
                 if job is None:
                     held = state.take(wait=True)
                     if held is None:
@@ -74,7 +82,9 @@ class Slot:
                     # it: that job starts once the write's read (or its start marker) says
                     # its run is still this worker's (see `_next`).
                     request = state.submit(
-                        finished=(job, execution.outcome), wait=False, check_next=self.checks
+                        finished=(job, execution.outcome),
+                        wait=False,
+                        check_next=self.checks and not self.share,
                     )
                     job = self._next(request)
                     continue
@@ -99,7 +109,22 @@ class Slot:
         job = request.check
         if job is None:
             return self._started(request) if request.start is not None else None
-        if request.startable:
+        if request.more:
+            self.share.extend((each, each.id in request.startable) for each in request.more)
+            self.share_checked_at = time.monotonic()
+        if job.id in request.startable:
+            return job
+        return self._started(self.state.submit(start=job))
+
+    def _from_share(self) -> Job | None:
+        """The next job of the share taken with the last check: it starts on that check
+        while it is still within the claim's start window (and its run was startable); else
+        its start marker decides. At a stop, the share goes back unstarted."""
+        job, startable = self.share.popleft()
+        if self.state.stopping:
+            self.state.submit(given_back=job, wait=False)
+            return None
+        if startable and time.monotonic() - self.share_checked_at < run_state.FRESH_START:
             return job
         return self._started(self.state.submit(start=job))
 

@@ -68,7 +68,7 @@ class Writer:
     def write(self, requests: list[Request]) -> None:
         finished = [r.finished for r in requests if r.finished is not None]
         starting = [r.start for r in requests if r.start is not None]
-        checking = [r.check for r in requests if r.check is not None]
+        checking = [job for r in requests if r.check is not None for job in (r.check, *r.more)]
         given_back = [r.given_back for r in requests if r.given_back is not None]
         what = f"finishing {len(finished)} and starting {len(starting) + len(checking)} jobs"
         startable: set = set()
@@ -121,7 +121,7 @@ class Writer:
             if request.start is not None:
                 request.answer = next(answer)
             if request.check is not None:
-                request.startable = request.check.id in startable
+                request.startable = startable
             request.written.set()
 
     def give_back(self, jobs: list) -> None:

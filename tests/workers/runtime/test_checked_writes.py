@@ -16,8 +16,8 @@ from queues.api import DequeueOptions, JobOutcome, JobQueue, JobStatus
 from queues.models import QueuePause
 from tests.conftest import unique_queue
 from tests.workers.support.helpers import enqueue_jobs, wait_until
-from workers.runtime.allowance import Allowance
 from workers.runtime import state
+from workers.runtime.allowance import Allowance
 from workers.runtime.state import RunState
 from workers.runtime.writer import Writer
 
@@ -72,7 +72,8 @@ class Run:
             request = self.state.submit(
                 finished=(job, JobOutcome.completed()), wait=False, check_next=True
             )
-            answers[job.id] = (request.check, request.startable)
+            check = request.check
+            answers[job.id] = (check, check is not None and check.id in request.startable)
 
         thread = threading.Thread(target=slot)
         thread.start()

@@ -1,8 +1,9 @@
 """A slot that hands in an outcome without waiting for its write (a job in no batch or
 workflow) and goes on to its next held job: that job starts only if the writer's next write,
 begun after the slot asked, reads that its run is still this worker's and its queue not paused
-(`JobQueue.write_runs`); otherwise the writer's start marker decides, as for any held job. And the writer may fall behind by at
-most `unwritten_limit` outcomes before the slots wait for it.
+(`JobQueue.write_runs`); otherwise the writer's start marker decides, as for any held job.
+And the writer may fall behind by at most `unwritten_limit` outcomes before the slots wait
+for it.
 
 On the real database, with the writer's own thread; the claim's start window is widened so
 that the read, not the start marker, is what the held jobs meet."""
