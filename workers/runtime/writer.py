@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 
 from django.db import connection
 
@@ -98,19 +99,8 @@ class Writer:
             recorded, answers, written = [None] * len(finished), [None] * len(starting), False
         else:
             written = True
-        stats = self.state.stats
-        for (job, outcome), result in zip(finished, recorded, strict=True):
-            if not written:
-                continue
-            stats.add(processed=1)
-            if result is None:
-                logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
-                continue
-            metrics.recorded(job.queue_name, outcome.kind, result.status)
-            if result.status == JobStatus.COMPLETED or outcome.kind == "completed":
-                stats.add(completed=1)
-            else:
-                stats.add(failed=1)
+        if written:
+            self.tally(finished, recorded)
         if finished:
             self.allowance.release(len(finished))
             self.state.done([job for job, _ in finished], written=True)
@@ -123,6 +113,24 @@ class Writer:
             if request.check is not None:
                 request.startable = startable
             request.written.set()
+
+    def tally(self, finished, recorded) -> None:
+        """The stats and metrics of a write's outcomes: one locked update and one metric
+        increment per kind of outcome, not per job."""
+        kinds: Counter = Counter()
+        completed = failed = 0
+        for (job, outcome), result in zip(finished, recorded, strict=True):
+            if result is None:
+                logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
+                continue
+            kinds[job.queue_name, outcome.kind, result.status] += 1
+            if result.status == JobStatus.COMPLETED or outcome.kind == "completed":
+                completed += 1
+            else:
+                failed += 1
+        for (queue, kind, status), count in kinds.items():
+            metrics.recorded(queue, kind, status, count)
+        self.state.stats.add(processed=len(finished), completed=completed, failed=failed)
 
     def give_back(self, jobs: list) -> None:
         """Hand back runs that the database's outage cut short, attempt not counted: they
