@@ -16,9 +16,7 @@ from queues.api import JobStatus
 #: Seconds, from a millisecond's job to an hour's.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
-COMPLETED = Counter(
-    "hammerweb_worker_jobs_completed", "Runs completed by this process", ["queue"]
-)
+COMPLETED = Counter("hammerweb_worker_jobs_completed", "Runs completed by this process", ["queue"])
 FAILED = Counter(
     "hammerweb_worker_jobs_failed",
     "Runs that failed with no retry left, by the status they left (Failed, Dead, TimedOut)",
@@ -60,14 +58,14 @@ def started(job) -> None:
         _series(LATENCY, job.queue_name).observe(max(0.0, waited))
 
 
-def recorded(queue: str, kind: str, status: str) -> None:
-    """A run's outcome (`kind`) as written, leaving the job in `status`."""
+def recorded(queue: str, kind: str, status: str, count: int = 1) -> None:
+    """`count` runs' outcomes (`kind`) as written, leaving the jobs in `status`."""
     if kind == "completed":
-        _series(COMPLETED, queue).inc()
+        _series(COMPLETED, queue).inc(count)
     elif status in (JobStatus.PENDING, JobStatus.RETRYING):
-        _series(RETRIED, queue).inc()
+        _series(RETRIED, queue).inc(count)
     else:
-        _series(FAILED, queue, str(status)).inc()
+        _series(FAILED, queue, str(status)).inc(count)
 
 
 def reaped(requeued: int, dead: int) -> None:
@@ -88,7 +86,8 @@ class RuntimeCollector:
 
     def collect(self):
         held = GaugeMetricFamily(
-            "hammerweb_worker_jobs_held", "Jobs claimed by this process, not started",
+            "hammerweb_worker_jobs_held",
+            "Jobs claimed by this process, not started",
             labels=["queue"],
         )
         running = GaugeMetricFamily(

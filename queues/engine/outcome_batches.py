@@ -102,6 +102,41 @@ def _record_each(
         signals.run_ended(store, type(queue), job, outcome, plan.status, attempt, started_at, now)
 
 
+def complete_free(
+    queue: QueueCore,
+    finished: Sequence[tuple[Job, JobOutcome]],
+    now: datetime,
+    checking: Sequence[Job] = (),
+) -> tuple[dict[int, RecordedOutcome], set[UUID]]:
+    """Write the plain completions of `finished` whose effects reach no other row, of every
+    claim, and check the held jobs of `checking` (`may_start`), with one statement of their
+    own (`complete_free_runs`, autocommit): the answers by index, and the ids of the held
+    jobs that may start. The rest (stale runs, jobs with dependents, other outcomes, a job
+    listed twice, a vendor that cannot) is left for `record_outcomes`' transaction."""
+    listed: dict[int, int] = {}
+    for job, _ in finished:
+        listed[id(job)] = listed.get(id(job), 0) + 1
+    indexes = [
+        i
+        for i, (job, outcome) in enumerate(finished)
+        if job.run_token is not None
+        and listed[id(job)] == 1
+        and completes_plainly(job, outcome)
+        and not has_effects(job, False)
+    ]
+    asked = [job for job in checking if job.run_token is not None]
+    if not indexes and not asked:
+        return {}, set()
+    runs = [(finished[i][0].id, finished[i][0].run_token, finished[i][1].result) for i in indexes]
+    written, tokens = queue.store.complete_free_runs(runs, now, [job.id for job in asked])
+    answers: dict[int, RecordedOutcome] = {}
+    for i in indexes if written else ():
+        job, outcome = finished[i]
+        if job.id in written:
+            answers[i] = _completed(queue, job, outcome, now)
+    return answers, {job.id for job in asked if tokens.get(job.id) == job.run_token}
+
+
 def _complete(queue: QueueCore, finished, indexes, token, now, results, grouped, with_dependents):
     """The plain completions of `finished` at `indexes` (runs of the claim `token`): one
     statement for them all; answers and effects as `_record_each`'s. A job listed twice is
@@ -114,19 +149,24 @@ def _complete(queue: QueueCore, finished, indexes, token, now, results, grouped,
         job, outcome = finished[i]
         if job.id not in written:
             continue  # a stale run: its answer stays None
-        job.status, job.completed_at = JobStatus.COMPLETED, now
-        job.result = outcome.result
-        job.run_token = job.lease_expires_at = None
-        results[i] = RecordedOutcome(status=JobStatus.COMPLETED)
+        results[i] = _completed(queue, job, outcome, now)
         if has_effects(job, written[job.id]) and job.id not in seen:
             seen.add(job.id)
             grouped.append((i, _COMPLETED))
             if written[job.id]:
                 with_dependents.add(job.id)
-        signals.run_ended(
-            queue.store, type(queue), job, outcome, JobStatus.COMPLETED,
-            job.attempts, job.started_at, now,
-        )  # fmt: skip
+
+
+def _completed(queue: QueueCore, job: Job, outcome: JobOutcome, now: datetime) -> RecordedOutcome:
+    """`job` takes the values its completion wrote; its end is signalled."""
+    job.status, job.completed_at = JobStatus.COMPLETED, now
+    job.result = outcome.result
+    job.run_token = job.lease_expires_at = None
+    signals.run_ended(
+        queue.store, type(queue), job, outcome, JobStatus.COMPLETED,
+        job.attempts, job.started_at, now,
+    )  # fmt: skip
+    return RecordedOutcome(status=JobStatus.COMPLETED)
 
 
 def _split(

@@ -13,7 +13,7 @@ from uuid import UUID
 from queues import signals
 from queues.engine import effects, history
 from queues.engine.core import QueuePart
-from queues.engine.outcome_batches import record_outcomes
+from queues.engine.outcome_batches import complete_free, record_outcomes
 from queues.engine.outcomes import (
     JobOutcome,
     RecordedOutcome,
@@ -138,13 +138,31 @@ class Runs(QueuePart):
         runs it finished (as `finish_job_runs`), then the start of the held jobs it takes
         next (as `start_claimed_run`). A job started here starts when the previous ones
         ended, and sees their effects (a fail-fast batch failed by one of them)."""
+        recorded, answers, _ = self.write_runs(finished, starting)
+        return recorded, answers
+
+    def write_runs(
+        self,
+        finished: Sequence[tuple[Job, JobOutcome]],
+        starting: Sequence[Job],
+        checking: Sequence[Job] = (),
+    ) -> tuple[list[RecordedOutcome | None], list[str], set[UUID]]:
+        """`finish_and_start_runs`, and the start checks of the held jobs of `checking`
+        (`may_start`, read after the call began): (recorded, started, the ids of the held
+        jobs that may start). The plain completions and the checks are one statement of
+        their own, in autocommit, where the vendor can (most writes are only that); the
+        other outcomes and the starts one transaction after it."""
         for _, outcome in finished:
             check_outcome(outcome)
-        if not finished and not starting:
-            return [], []
+        if not finished and not starting and not checking:
+            return [], [], set()
         now = self.now()
-        outcomes = [outcome for _, outcome in finished]
-        count = len(finished)
+        free, startable = complete_free(self, finished, now, checking)
+        rest = [pair for i, pair in enumerate(finished) if i not in free]
+        if not rest and not starting:
+            return [free[i] for i in range(len(finished))], [], startable
+        outcomes = [outcome for _, outcome in rest]
+        count = len(rest)
 
         def write(jobs: list[Job]):
             attempts: list[FailedAttempt] = []
@@ -154,7 +172,10 @@ class Runs(QueuePart):
             self._insert_attempts(attempts)
             return recorded, answers
 
-        return self._on_copies([*(job for job, _ in finished), *starting], write)
+        recorded, answers = self._on_copies([*(job for job, _ in rest), *starting], write)
+        others = iter(recorded)
+        recorded = [free[i] if i in free else next(others) for i in range(len(finished))]
+        return recorded, answers, startable
 
     def requeue_stale_jobs(
         self, queue_name: str | None = None, ran_by: str = ""

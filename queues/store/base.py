@@ -99,6 +99,15 @@ class Store(Protocol):
         """Complete the runs (lease and token cleared), each with the result at its place in
         `results` (None, or no `results`: no result): {id: it has dependents}."""
 
+    def complete_free_runs(
+        self, runs: Sequence[tuple[UUID, UUID, Any]], now: datetime, check: Collection[UUID] = ()
+    ) -> tuple[set[UUID] | None, dict[UUID, UUID]]:
+        """A worker's usual write, in autocommit: complete the runs of `runs` ((id, token,
+        result) of any claims) that are still theirs and have no dependents, and read which
+        held jobs of `check` may start (as `startable_runs`, begun after the write was
+        asked). The ids written (None: the vendor cannot tell them from one statement; the
+        caller completes them with `complete_runs` in a transaction), and the startable."""
+
     def lock_runs(self, ids: Sequence[UUID], token: UUID) -> dict[UUID, bool]:
         """Lock the runs until the transaction ends: {id: it has dependents}. The fence of
         outcomes written with `update_each`."""

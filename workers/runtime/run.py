@@ -15,7 +15,6 @@ from workers.runtime.faults import close_connection
 from workers.runtime.heartbeat import Heartbeat
 from workers.runtime.shutdown import shut_down
 from workers.runtime.slots import Slot
-from workers.runtime.start_checks import StartChecks
 from workers.runtime.state import RunState
 from workers.runtime.writer import Writer
 
@@ -38,9 +37,9 @@ class WorkerRun:
         options = options.with_priority_weights(worker.priority_weights)
         self.claimer = Claimer(worker, self.state, self.allowance, options, stop)
         self.writer = Writer(worker.queue, self.state, self.allowance, force)
-        # A caller's queue object may lack the read; its held jobs then get start markers.
-        has_read = hasattr(worker.queue, "may_start")
-        self.checks = StartChecks(worker.queue) if has_read else None
+        # A caller's queue object may lack the checked write; its held jobs then get start
+        # markers.
+        self.checks = hasattr(worker.queue, "write_runs")
         self.runaway: RunawayHandler | None = None
         #: The threads a health probe watches, by role (set when the run starts).
         self.vital: dict[str, threading.Thread] = {}

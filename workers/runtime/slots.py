@@ -8,15 +8,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.engine.outcomes import check_outcome
 from queues.enums import HandlerEnd
 from workers import metrics
+from workers.runtime import state as run_state
 from workers.runtime.allowance import Allowance
 from workers.runtime.connections import close_all
 from workers.runtime.executor import EventLoop, Execution, Interrupted, execute
-from workers.runtime.start_checks import StartChecks
 from workers.runtime.state import Request, RunState
 
 logger = logging.getLogger("workers")
@@ -30,20 +31,28 @@ class Slot:
         allowance: Allowance,
         loop: EventLoop,
         on_runaway,
-        checks: StartChecks | None,
+        checks: bool,
     ) -> None:
         self.worker = worker
         self.state = state
         self.allowance = allowance
         self.loop = loop
         self.on_runaway = on_runaway  # called with the job and its thread
-        self.checks = checks  # None: every held job taken so gets its start marker
+        # Whether the writes check held jobs (a caller's queue may lack `write_runs`): if not,
+        # every held job taken after an outcome gets its start marker.
+        self.checks = checks
+        #: Held jobs taken with the last check (`RunState._take_more`), with its answers.
+        self.share: deque[tuple[Job, bool]] = deque()
+        self.share_checked_at = 0.0
 
     def run(self) -> None:
         state = self.state
         try:
             job = None
             while True:
+                if job is None and self.share:
+                    job = self._from_share()
+                    continue
                 if job is None:
                     held = state.take(wait=True)
                     if held is None:
@@ -69,10 +78,15 @@ class Slot:
                     continue
                 straggler = execution.straggler
                 if straggler is None and self._goes_on(job, execution.outcome):
-                    # Before its write (see the module's docstring); a job taken after the
-                    # claim's start window asks the writer for its start marker as before.
-                    state.submit(finished=(job, execution.outcome), wait=False)
-                    job = self._next_checked()
+                    # Without waiting for its write, unless the slot takes a held job with
+                    # it: that job starts once the write's read (or its start marker) says
+                    # its run is still this worker's (see `_next`).
+                    request = state.submit(
+                        finished=(job, execution.outcome),
+                        wait=False,
+                        check_next=self.checks and not self.share,
+                    )
+                    job = self._next(request)
                     continue
                 # Wait for the write before running the next job: a fail-fast batch must
                 # have failed, and a sequential batch's previous job must have completed,
@@ -85,20 +99,32 @@ class Slot:
         finally:
             close_all()
 
-    def _next_checked(self) -> Job | None:
-        """After an outcome handed in without its write: the next held job, started (or
-        None if none is held, or it did not start). Taken within the claim's start window,
-        a read that began after this slot asked checks that its run is still this
-        worker's, its queue not paused and its fail-fast batch not failed (`StartChecks`),
-        so that a run an operator took back since the claim does not start here; otherwise,
-        or if the read fails, the writer's start marker decides, as for any held job."""
-        held = self.state.take(wait=False)
-        if held is None:
+    def _next(self, request: Request) -> Job | None:
+        """The held job taken with an outcome handed in, started (or None if none was held,
+        or it did not start). Taken within the claim's start window, it was checked by the
+        write (a read that began after this slot asked: its run still this worker's, its
+        queue not paused, its fail-fast batch not failed), so that a run an operator took
+        back since the claim does not start here; otherwise, or if the check said no or
+        failed, the writer's start marker decides, as for any held job."""
+        job = request.check
+        if job is None:
+            return self._started(request) if request.start is not None else None
+        if request.more:
+            self.share.extend((each, each.id in request.startable) for each in request.more)
+            self.share_checked_at = time.monotonic()
+        if job.id in request.startable:
+            return job
+        return self._started(self.state.submit(start=job))
+
+    def _from_share(self) -> Job | None:
+        """The next job of the share taken with the last check: it starts on that check
+        while it is still within the claim's start window (and its run was startable); else
+        its start marker decides. At a stop, the share goes back unstarted."""
+        job, startable = self.share.popleft()
+        if self.state.stopping:
+            self.state.submit(given_back=job, wait=False)
             return None
-        job = held.job
-        # Not `fresh()`: the read also tells a failed fail-fast batch, so a batch's job may
-        # start on it too.
-        if held.recent() and self.checks is not None and self.checks.may_start(job):
+        if startable and time.monotonic() - self.share_checked_at < run_state.FRESH_START:
             return job
         return self._started(self.state.submit(start=job))
 

@@ -37,6 +37,9 @@ class HeldJob:
         return self.recent() and self.job.batch_id is None
 
 
+#: The most held jobs one slot takes with one check, while jobs are short (`_take_more`).
+MAX_SHARE = 8
+
 #: How often one job's run may be given back in a worker run because the database went away
 #: under it; after that its next such failure counts as a failure of its own. A job whose
 #: handler breaks its connection every time (a query that crashes the server) must not run
@@ -52,8 +55,14 @@ class Request:
     finished: tuple[Job, JobOutcome] | None
     start: Job | None
     given_back: Job | None = None
+    #: A held job taken within the claim's start window, to check with the write: it starts
+    #: if the write's read (begun after this request) finds its run still this worker's.
+    check: Job | None = None
+    #: More held jobs checked with it, that the slot runs after it while jobs are short.
+    more: tuple[Job, ...] = ()
     written: threading.Event = field(default_factory=threading.Event)
     answer: str | None = None  # what the start did (None: the database was gone)
+    startable: set = field(default_factory=set)  # the ids the check let start
 
 
 class RunState:
@@ -160,10 +169,14 @@ class RunState:
         take_next: bool = False,
         given_back: Job | None = None,
         wait: bool = True,
+        check_next: bool = False,
     ) -> Request:
         """Hand the writer an outcome to record (or a run to give back) and/or a held job
-        to start (with `take_next`, the next held job, if any); wait for the write, unless
-        `wait` is False and fewer than `unwritten_limit` outcomes already wait for it."""
+        to start (with `take_next`, the next held job, if any, with a start marker; with
+        `check_next`, the next held job, checked by the write if it is recent, else with a
+        start marker); wait for the write, unless `wait` is False, no held job was taken
+        and fewer than `unwritten_limit` outcomes already wait for it."""
+        check, more = None, ()
         with self.lock:
             if not wait and self.finishing >= self.unwritten_limit:
                 wait = True  # the writer is behind: this slot waits for it
@@ -171,15 +184,37 @@ class RunState:
             # must already count the finished job as finishing, or it claims too few.
             if finished is not None or given_back is not None:
                 self.finishing += 1
-            if take_next:
+            if take_next or check_next:
                 held = self._take_locked()
-                start = held.job if held is not None else None
-            request = Request(finished, start, given_back)
+                if held is not None and check_next and held.recent():
+                    check = held.job
+                    more = tuple(self._take_more())
+                elif held is not None:
+                    start = held.job
+                wait = wait or held is not None
+            request = Request(finished, start, given_back, check, more)
             self.outbox.append(request)
-            self.requests.notify()
+            # The writer waits for the first request, and while it lingers, for the last of
+            # the busy slots' (it wakes at the linger's end anyway): a wake-up a request cost
+            # the writer a tenth of a short job's CPU.
+            if wait or len(self.outbox) in (1, self.concurrency - self.idle):
+                self.requests.notify()
         if wait:
             request.written.wait()
         return request
+
+    def _take_more(self):
+        """(lock held) While jobs are short, a slot that asks to start a held job takes a
+        share of the held jobs with it, checked by the same write: one wake-up for several
+        jobs. Each must still start within the claim's start window (slots.py)."""
+        if self.run_time is None or self.run_time * MAX_SHARE >= FRESH_START:
+            return
+        share = min(MAX_SHARE, len(self.held) // self.concurrency)
+        for _ in range(share - 1):
+            held = self.held[0] if self.held else None
+            if held is None or not held.recent():
+                return
+            yield self._take_locked().job
 
     def done(self, jobs: list[Job], written: bool = False) -> None:
         """The jobs are off this run's hands. `written`: they were finishing (their outcome

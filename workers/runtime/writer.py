@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 
 from django.db import connection
 
@@ -68,15 +69,25 @@ class Writer:
     def write(self, requests: list[Request]) -> None:
         finished = [r.finished for r in requests if r.finished is not None]
         starting = [r.start for r in requests if r.start is not None]
+        checking = [job for r in requests if r.check is not None for job in (r.check, *r.more)]
         given_back = [r.given_back for r in requests if r.given_back is not None]
-        what = f"finishing {len(finished)} and starting {len(starting)} jobs"
+        what = f"finishing {len(finished)} and starting {len(starting) + len(checking)} jobs"
+        startable: set = set()
         try:
-            recorded, answers = retrying(
-                lambda: self.queue.finish_and_start_runs(finished, starting),
-                what=what,
-                using=self.using,
-                give_up=self.force,
-            )
+            if checking:
+                recorded, answers, startable = retrying(
+                    lambda: self.queue.write_runs(finished, starting, checking),
+                    what=what,
+                    using=self.using,
+                    give_up=self.force,
+                )
+            else:
+                recorded, answers = retrying(
+                    lambda: self.queue.finish_and_start_runs(finished, starting),
+                    what=what,
+                    using=self.using,
+                    give_up=self.force,
+                )
         except Exception as exc:
             # GaveUp (the database stayed away until a forced stop) or a bug: either way the
             # slots waiting on this write must go on. The jobs stay Running; their leases
@@ -88,19 +99,8 @@ class Writer:
             recorded, answers, written = [None] * len(finished), [None] * len(starting), False
         else:
             written = True
-        stats = self.state.stats
-        for (job, outcome), result in zip(finished, recorded, strict=True):
-            if not written:
-                continue
-            stats.add(processed=1)
-            if result is None:
-                logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
-                continue
-            metrics.recorded(job.queue_name, outcome.kind, result.status)
-            if result.status == JobStatus.COMPLETED or outcome.kind == "completed":
-                stats.add(completed=1)
-            else:
-                stats.add(failed=1)
+        if written:
+            self.tally(finished, recorded)
         if finished:
             self.allowance.release(len(finished))
             self.state.done([job for job, _ in finished], written=True)
@@ -110,7 +110,27 @@ class Writer:
         for request in requests:
             if request.start is not None:
                 request.answer = next(answer)
+            if request.check is not None:
+                request.startable = startable
             request.written.set()
+
+    def tally(self, finished, recorded) -> None:
+        """The stats and metrics of a write's outcomes: one locked update and one metric
+        increment per kind of outcome, not per job."""
+        kinds: Counter = Counter()
+        completed = failed = 0
+        for (job, outcome), result in zip(finished, recorded, strict=True):
+            if result is None:
+                logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
+                continue
+            kinds[job.queue_name, outcome.kind, result.status] += 1
+            if result.status == JobStatus.COMPLETED or outcome.kind == "completed":
+                completed += 1
+            else:
+                failed += 1
+        for (queue, kind, status), count in kinds.items():
+            metrics.recorded(queue, kind, status, count)
+        self.state.stats.add(processed=len(finished), completed=completed, failed=failed)
 
     def give_back(self, jobs: list) -> None:
         """Hand back runs that the database's outage cut short, attempt not counted: they

@@ -97,6 +97,11 @@ SET j.status = 'Completed', j.completed_at = %(now)s, j.result = r.result, j.run
     j.lease_expires_at = NULL
 WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
 
+-- name: complete_free_runs
+-- MariaDB's UPDATE has no RETURNING, so one statement cannot say which rows it wrote: the
+-- plain completions go through complete_runs in a transaction (an empty block: the store
+-- answers None).
+
 -- name: lock_runs
 -- The runs of one claim still this run's, locked until the transaction ends, and whether
 -- each has dependents: the fence of the outcomes written row by row after it (see

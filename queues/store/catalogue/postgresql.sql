@@ -114,6 +114,33 @@ FROM (SELECT (p ->> 0)::uuid AS id, (p ->> 1)::jsonb AS result
 WHERE j.id = r.id AND j.status || '' = 'Running' AND j.run_token = %(token)s
 RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 
+-- name: complete_free_runs
+-- A worker's usual write, one statement in autocommit: the plain completions of every
+-- claim at once, and the start checks of the held jobs its slots go on to. `runs` is a JSON
+-- array of [id, token, result] triples (the result as the JSON text the column stores; JSON
+-- null: no result), each row fenced by its own run's token as in complete_runs. A job with
+-- dependents is left alone: releasing them must commit with its completion, so the caller
+-- writes it in a transaction. The rows written come back with a NULL token; then the held
+-- jobs of `check` that may start (as startable_runs tells), with their run's token. The
+-- statement's snapshot is taken after every slot asked: no read began before its ask.
+WITH done AS (
+    UPDATE queues_job AS j
+    SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,
+        lease_expires_at = NULL
+    FROM (SELECT (p ->> 0)::uuid AS id, (p ->> 1)::uuid AS token, (p ->> 2)::jsonb AS result
+          FROM jsonb_array_elements(%(runs)s::jsonb) AS p) AS r
+    WHERE j.id = r.id AND j.status || '' = 'Running' AND j.run_token = r.token
+      AND NOT EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
+    RETURNING j.id
+)
+SELECT id, NULL::uuid FROM done
+UNION ALL
+SELECT j.id, j.run_token FROM queues_job AS j
+WHERE j.id = ANY(ARRAY(SELECT unnest(%(check)s::uuid[]))) AND j.status || '' = 'Running'
+  AND NOT EXISTS (SELECT 1 FROM queues_queuepause p WHERE p.queue_name = j.queue_name)
+  AND NOT EXISTS (SELECT 1 FROM queues_batch b WHERE b.id = j.batch_id
+                  AND b.failure_mode = 'FailFast' AND b.status = 'Failed')
+
 -- name: lock_runs
 -- The runs of one claim still this run's, locked until the transaction ends, and whether
 -- each has dependents: the fence of the outcomes written row by row in one statement after

@@ -95,6 +95,22 @@ FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS r
 WHERE queues_job.id = r.id AND +status = 'Running' AND run_token = %(token)s
 RETURNING id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = queues_job.id)
 
+-- name: complete_free_runs
+-- The plain completions of a worker's write, of every claim at once, in autocommit (as
+-- PostgreSQL's): `runs` a JSON array of [id, token, result] triples, each row fenced by its
+-- own token, a job with dependents left for the caller's transaction. RETURNING names the
+-- rows written. The start checks that PostgreSQL reads in the same statement are
+-- startable_runs here, right after it (a read in the same process costs no round trip).
+UPDATE queues_job
+SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,
+    lease_expires_at = NULL
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token,
+             json_extract(value, '$[2]') AS result
+      FROM json_each(%(runs)s)) AS r
+WHERE queues_job.id = r.id AND +status = 'Running' AND run_token = r.token
+  AND NOT EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = queues_job.id)
+RETURNING id, NULL
+
 -- name: lock_runs
 -- The runs of one claim still this run's, and whether each has dependents: the fence of the
 -- outcomes written row by row after it. The engine's IMMEDIATE transaction holds the

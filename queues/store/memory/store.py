@@ -136,6 +136,15 @@ class MemoryStore(MemoryRows, MemoryUpkeep, MemoryTables):
             completed[job.id] = bool(self.children.get(job.id))
         return completed
 
+    def complete_free_runs(self, runs, now, check=()):
+        written = set()
+        for job_id, token, result in runs:
+            if self.children.get(job_id) or not self._runs([job_id], token):
+                continue
+            self.complete_runs([job_id], token, now, [result])
+            written.add(job_id)
+        return written, self.startable_runs(check)
+
     def lock_runs(self, ids, token) -> dict[UUID, bool]:
         return {job.id: bool(self.children.get(job.id)) for job in self._runs(ids, token)}
 

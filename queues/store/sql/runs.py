@@ -111,6 +111,32 @@ class SqlRuns:
         })  # fmt: skip
         return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}
 
+    def complete_free_runs(self, runs, now, check=()):
+        statement = self.queries["complete_free_runs"]
+        if not statement:
+            # The vendor cannot say which rows one UPDATE wrote: the caller completes them
+            # in its transaction; the start checks are a read of their own.
+            return None, self.startable_runs(check)
+        by_id = {job_id: (token, result) for job_id, token, result in runs}
+        ids = self.adapt_ids(list(by_id))
+        tokens = self.adapt_ids([token for token, _ in by_id.values()])
+        params = {
+            "runs": self.results(ids, (result for _, result in by_id.values()), tokens),
+            "now": self.dt(now),
+            "check": self.uuids(check),
+        }
+        written, startable = set(), {}
+        with self.cursor() as cursor:
+            cursor.execute(statement, params)
+            for job_id, token in cursor.fetchall():
+                if token is None:
+                    written.add(self.read_uuid(job_id))
+                else:
+                    startable[self.read_uuid(job_id)] = self.read_uuid(token)
+        if check and self.vendor != "postgresql":
+            startable = self.startable_runs(check)  # read after the write: as PostgreSQL's
+        return written, startable
+
     def lock_runs(self, ids, token) -> dict[uuid.UUID, bool]:
         rows = self._write_runs("lock_runs", ids, token, None)
         return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}

@@ -129,14 +129,20 @@ class SqlStore(SqlRuns, SqlRows, SqlUpkeep):
     def uuids(self, values: Sequence[uuid.UUID]):
         return self.id_list(self.adapt_ids(values))
 
-    def results(self, adapted: list, values) -> str:
+    def results(self, adapted: list, values, tokens: list | None = None) -> str:
         """The results of the runs whose ids are `adapted` (None: no result) as one JSON
-        array of [id, result] pairs, each result the JSON text the column stores
+        array of [id, result] pairs (with `tokens`, [id, token, result] triples, the
+        tokens adapted as the ids), each result the JSON text the column stores
         (`json_text`). One string, encoded in C: psycopg dumps an array of Jsonb element by
         element in Python (about 5 µs a result, measured). The id as the column compares
         it: `str()` gives the dashed form that PostgreSQL and MariaDB's native UUID take,
         and the 32 hex digits that SQLite and MySQL store."""
         field = Job._meta.get_field("result")
+        if tokens is not None:
+            return json.dumps([
+                [str(job_id), str(token), json_text(field, value)]
+                for job_id, token, value in zip(adapted, tokens, values, strict=True)
+            ])  # fmt: skip
         return json.dumps([
             [str(job_id), json_text(field, value)]
             for job_id, value in zip(adapted, values, strict=True)

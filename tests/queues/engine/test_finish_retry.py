@@ -34,11 +34,11 @@ def fail_once(monkeypatch):
 def test_a_failed_finish_can_be_written_again(fail_once, many):
     queue = JobQueue()
     name = unique_queue("refinish")
-    job_id = queue.enqueue(Job(queue_name=name))
+    job_id = queue.enqueue(Job(queue_name=name, max_attempts=1))
     (job,) = queue.dequeue(name)
     token = job.run_token
-    # A completion with a result: written by the completion statement, in either call.
-    outcome = JobOutcome.completed({"ok": True})
+    # A failure: written in a transaction (a locking read, then the row), in either call.
+    outcome = JobOutcome.failed("boom")
 
     def finish():
         if many:
@@ -51,7 +51,35 @@ def test_a_failed_finish_can_be_written_again(fail_once, many):
     assert queue.get_job(job_id).status == JobStatus.RUNNING, "not rolled back"
 
     recorded = finish()
+    assert recorded is not None and recorded.status == JobStatus.DEAD
+    assert (job.status, job.run_token) == (JobStatus.DEAD, None)
+    assert queue.get_job(job_id).error_message == "boom"
+    assert len(fail_once) == 2
+
+
+def test_a_completion_whose_statement_failed_can_be_written_again(monkeypatch):
+    """A plain completion is one statement in autocommit: if it fails (the connection
+    dropped before the server took it), nothing was written and the job is as it was."""
+    queue = JobQueue()
+    name = unique_queue("recomplete")
+    job_id = queue.enqueue(Job(queue_name=name))
+    (job,) = queue.dequeue(name)
+    token = job.run_token
+    real, calls = queue.store.complete_free_runs, []
+
+    def flaky(runs, now, check=()):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(runs, now, check)
+
+    monkeypatch.setattr(queue.store, "complete_free_runs", flaky)
+    outcome = JobOutcome.completed({"ok": True})
+    with pytest.raises(OperationalError):
+        queue.finish_job_runs([(job, outcome)])
+    assert (job.status, job.run_token) == (JobStatus.RUNNING, token), "job changed anyway"
+    assert queue.get_job(job_id).status == JobStatus.RUNNING
+    (recorded,) = queue.finish_job_runs([(job, outcome)])
     assert recorded is not None and recorded.status == JobStatus.COMPLETED
     assert (job.status, job.run_token) == (JobStatus.COMPLETED, None)
     assert queue.get_job(job_id).result == {"ok": True}
-    assert len(fail_once) == 2

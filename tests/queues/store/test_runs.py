@@ -101,6 +101,48 @@ def test_complete_runs_writes_each_runs_own_result(store):
     assert one(store, a).result == {"n": 2}
 
 
+def test_complete_free_runs_writes_every_claims_completions_in_one_statement(store):
+    """The worker's usual write: the plain completions of several claims at once, each row
+    fenced by its own run's token; a stale run and a job with dependents are left alone (the
+    caller writes the latter in a transaction, with the release of its dependents)."""
+    name = unique_queue("complete_free")
+    token, (a, b) = _runs(store, name, 2)
+    other_token, (c, d) = _runs(store, unique_queue("complete_free_other"), 2)
+    insert(store, job(name, depends_on=[str(d)], dependency_status=enums.DependencyStatus.WAITING))
+    done = T0 + timedelta(seconds=3)
+    runs = [(a, token, {"n": 1}), (b, other_token, 2), (c, other_token, None), (d, other_token, 4)]
+    written, startable = store.complete_free_runs(runs, done)
+    assert startable == {}
+    if written is None:  # MariaDB: its UPDATE cannot say which rows it wrote
+        assert store.vendor == "mysql"
+        assert {one(store, i).status for i in (a, b, c, d)} == {JobStatus.RUNNING}
+        return
+    assert written == {a, c}
+    assert (one(store, a).status, one(store, a).result, one(store, a).completed_at) == (
+        JobStatus.COMPLETED, {"n": 1}, done,
+    )  # fmt: skip
+    assert (one(store, a).run_token, one(store, c).result) == (None, None)
+    assert one(store, b).status == JobStatus.RUNNING, "another claim's token: a stale run"
+    assert one(store, d).status == JobStatus.RUNNING, "it has a dependent to release"
+    assert store.complete_free_runs([(a, token, 1)], done) == (set(), {}), "already completed"
+    assert store.complete_free_runs([], done) == (set(), {})
+
+
+def test_complete_free_runs_checks_the_held_jobs_after_its_write(store):
+    """The start checks ride the same write: which held jobs may start (Running, queue not
+    paused), with their tokens."""
+    name = unique_queue("free_check")
+    token, (a, b, c) = _runs(store, name, 3)
+    other_token, (d,) = _runs(store, unique_queue("free_check_paused"), 1)
+    store.pause(QueuePause(queue_name=one(store, d).queue_name, paused_at=T0))
+    nobody = uuid.uuid4()
+    written, startable = store.complete_free_runs([(a, token, None)], T0, [b, c, d, nobody])
+    assert written in ({a}, None)
+    assert startable == {b: token, c: token}, "d's queue is paused; nobody has no run"
+    store.atomic(lambda: store.complete_runs([c], token, T0))
+    assert store.complete_free_runs([], T0, [b, c])[1] == {b: token}, "c's run ended"
+
+
 def test_update_runs_is_the_fenced_write(store):
     name = unique_queue("update_runs")
     token, (a, b) = _runs(store, name, 2)

@@ -1,8 +1,9 @@
 """A slot that hands in an outcome without waiting for its write (a job in no batch or
-workflow) and goes on to its next held job: that job starts only if one read says its run
-is still this worker's and its queue not paused (`JobQueue.may_start`); otherwise the
-writer's start marker decides, as for any held job. And the writer may fall behind by at
-most `unwritten_limit` outcomes before the slots wait for it.
+workflow) and goes on to its next held job: that job starts only if the writer's next write,
+begun after the slot asked, reads that its run is still this worker's and its queue not paused
+(`JobQueue.write_runs`); otherwise the writer's start marker decides, as for any held job.
+And the writer may fall behind by at most `unwritten_limit` outcomes before the slots wait
+for it.
 
 On the real database, with the writer's own thread; the claim's start window is widened so
 that the read, not the start marker, is what the held jobs meet."""
@@ -67,15 +68,21 @@ def held(monkeypatch):
         writer.join(10)
 
 
+def next_checked(run, slot):
+    """What a slot does after handing in an outcome without waiting: the next held job,
+    checked by the writer's next write (or given its start marker)."""
+    return slot._next(run.state.submit(wait=False, check_next=slot.checks))
+
+
 def test_a_held_job_taken_back_since_the_claim_does_not_start(held):
     queue, name, run, slot, (lost, kept) = held(2)
     queue.retry_job(lost.id, timezone.now())  # an operator takes it back
 
-    assert slot._next_checked() is None, "a run that is no longer this worker's started"
+    assert next_checked(run, slot) is None, "a run that is no longer this worker's started"
     assert run.state.stats.snapshot()["not_run"] == 1
     assert queue.get_job(lost.id).status == JobStatus.PENDING
 
-    assert slot._next_checked() is kept
+    assert next_checked(run, slot) is kept
     stored = queue.get_job(kept.id)
     assert stored.status == JobStatus.RUNNING
     assert stored.started_at == kept.started_at, "the read wrote nothing: the claim's start"
@@ -85,8 +92,8 @@ def test_held_jobs_of_a_paused_queue_go_back_to_pending(held):
     queue, name, run, slot, jobs = held(2)
     queue.pause_queue(name)
 
-    assert slot._next_checked() is None
-    assert slot._next_checked() is None
+    assert next_checked(run, slot) is None
+    assert next_checked(run, slot) is None
     for job in jobs:
         stored = queue.get_job(job.id)
         assert (stored.status, stored.attempts) == (JobStatus.PENDING, 0), "attempt counted"
@@ -94,7 +101,7 @@ def test_held_jobs_of_a_paused_queue_go_back_to_pending(held):
 
 def test_an_outcome_handed_in_without_waiting_is_written_with_its_effects(held):
     queue, name, run, slot, (job,) = held(1)
-    assert slot._next_checked() is job
+    assert next_checked(run, slot) is job
     request = run.state.submit(finished=(job, JobOutcome.completed({"n": 1})), wait=False)
     assert request.written.wait(30), "the writer did not write it"
     stored = queue.get_job(job.id)
@@ -138,7 +145,7 @@ def test_a_held_job_of_a_fail_fast_batch_that_failed_since_the_claim_does_not_st
     assert queue.get_batch_status(batch_id).status == BatchStatus.FAILED
     run.state.hold(others)
     for _ in others:
-        assert slot._next_checked() is None, "a held job of a failed batch started"
+        assert next_checked(run, slot) is None, "a held job of a failed batch started"
     for job in others:
         assert queue.get_job(job.id).status == JobStatus.FAILED
     assert run.state.stats.snapshot()["not_run"] == 2
@@ -153,7 +160,7 @@ def test_a_held_job_of_a_batch_not_failed_starts_on_the_read(held):
     claimed = queue.dequeue(name, DequeueOptions(batch_size=2))
     run.state.hold(claimed)
     for job in claimed:
-        assert slot._next_checked() is job
+        assert next_checked(run, slot) is job
         assert queue.get_job(job.id).started_at == job.started_at, "no start marker"
 
 

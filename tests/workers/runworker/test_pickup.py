@@ -160,8 +160,10 @@ def test_a_queue_at_its_rate_wakes_it_when_the_next_window_opens(idle_worker):
     windows = {int(queue.get_job(job_id).started_at.timestamp()) for job_id in ids}
     assert len(windows) == 3, "more than one job a window"
     # Between the jobs the rate was spent: the worker slept until its next window, not
-    # until a check or a NOTIFY (a claim then would have got nothing) nor its 60 s poll.
-    assert worker.count(f"queue {WORK_QUEUE}: woken (rate)") >= 2
+    # until a check or a NOTIFY (a claim then would have got nothing) nor its 60 s poll. (On
+    # a loaded machine a claim may land in the next window already, with no sleep before it:
+    # at least one of the two gaps is slept through.)
+    assert worker.count(f"queue {WORK_QUEUE}: woken (rate)") >= 1
     assert worker.count(f"queue {WORK_QUEUE}: woken (poll)") == 0
 
 
