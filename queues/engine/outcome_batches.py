@@ -109,7 +109,7 @@ def complete_free(
     checking: Sequence[Job] = (),
 ) -> tuple[dict[int, RecordedOutcome], set[UUID]]:
     """Write the plain completions of `finished` whose effects reach no other row, of every
-    claim, and check the held jobs of `checking` (`may_start`), with one statement of their
+    claim, and check the held jobs of `checking` (as `may_start`), with one statement of their
     own (`complete_free_runs`, autocommit): the answers by index, and the ids of the held
     jobs that may start. The rest (stale runs, jobs with dependents, other outcomes, a job
     listed twice, a vendor that cannot) is left for `record_outcomes`' transaction."""
