@@ -97,6 +97,9 @@ class Slot:
                 if straggler is not None and not self._came_back(request.finished[0], straggler):
                     return
         finally:
+            # A slot that ends early (its handler ran away) gives its share back unstarted.
+            while self.share:
+                self.state.submit(given_back=self.share.popleft()[0], wait=False)
             close_all()
 
     def _next(self, request: Request) -> Job | None:

@@ -190,3 +190,31 @@ def test_a_job_claimed_again_before_its_last_runs_done_keeps_its_new_run():
     assert run.running_jobs() == [new_run], "the new run was taken off with the last"
     run.done([new_run])
     assert run.running_jobs() == [] and run.finishing == 0
+
+
+def test_short_jobs_take_a_share_of_the_held_jobs_with_one_check(held):
+    """While jobs are short, one check (one write) starts a slot's next job and a share of
+    the held jobs after it; the share's jobs start on that check, in order."""
+    queue, name, run, slot, jobs = held(6)
+    run.state.run_time = 0.0001  # the handlers' moving average: short jobs
+    request = run.state.submit(wait=False, check_next=True)
+    assert slot._next(request) is jobs[0]
+    assert request.more == tuple(jobs[1:5]), "a share of the five left, one slot"
+    assert [job for job, startable in slot.share if startable] == jobs[1:5]
+    assert [slot._from_share() for _ in range(4)] == jobs[1:5]
+    assert [queue.get_job(job.id).status for job in jobs] == [JobStatus.RUNNING] * 6
+    assert len(run.state.held) == 1
+
+
+def test_a_share_goes_back_unstarted_when_the_run_stops(held):
+    queue, name, run, slot, jobs = held(4)
+    run.state.run_time = 0.0001
+    assert slot._next(run.state.submit(wait=False, check_next=True)) is jobs[0]
+    assert len(slot.share) == 2, "a share of the three left: the check's job and two more"
+    run.state.set_stopping()
+    assert slot._from_share() is None
+    request = run.state.submit(wait=True)  # after the give-back's write
+    assert request.written.is_set()
+    stored = queue.get_job(jobs[1].id)
+    assert (stored.status, stored.attempts, stored.started_at) == (JobStatus.PENDING, 0, None)
+    assert len(slot.share) == 1
