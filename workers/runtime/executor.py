@@ -230,16 +230,21 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
         return Execution(JobOutcome.timed_out(f"Job timed out after {seconds:g}s"), exc.thread)
     except DatabaseLost as exc:
         error = describe(exc.__cause__)
-        logger.warning("job %s on %s: the database went away under it: %s", job.id,
-                       job.queue_name, error)
+        logger.warning(
+            "job %s on %s: the database went away under it: %s", job.id, job.queue_name, error
+        )
         return Execution(Interrupted(error))
     except BaseException as exc:
         # Whatever a handler raises (KeyboardInterrupt and SystemExit too) fails its job,
         # not the worker: a signal to the worker never lands in a handler, as the command
         # turns SIGINT and SIGTERM into a drain and handlers run outside the main thread.
-        logger.info("job %s on %s failed: %r", job.id, job.queue_name, exc,
-                    extra={"job_id": str(job.id), "queue": job.queue_name,
-                           "attempt": job.attempts})
+        logger.info(
+            "job %s on %s failed: %r",
+            job.id,
+            job.queue_name,
+            exc,
+            extra={"job_id": str(job.id), "queue": job.queue_name, "attempt": job.attempts},
+        )
         return Execution(failure(exc))
     return Execution(JobOutcome.completed(value))
 
