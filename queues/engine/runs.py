@@ -125,19 +125,22 @@ class Runs(QueuePart):
     def finish_job_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]]
     ) -> list[RecordedOutcome | None]:
-        """Record many runs' outcomes in one transaction: what a batch worker does with the
-        jobs it finished. Plain completions (no result, no schedule) are written with one
-        statement per claim, the other outcomes with a locking read and one statement per
-        shape, then their effects on dependents, batches and workflows together."""
+        """Record many runs' outcomes: what a batch worker does with the jobs it finished.
+        Plain completions (no schedule, no effects on other rows) are one statement of
+        every claim's, in autocommit; the other outcomes one transaction, with a locking
+        read and one statement per shape, then their effects on dependents, batches and
+        workflows together."""
         return self.finish_and_start_runs(finished, [])[0]
 
     def finish_and_start_runs(
         self, finished: Sequence[tuple[Job, JobOutcome]], starting: Sequence[Job]
     ) -> tuple[list[RecordedOutcome | None], list[str]]:
-        """What a batch worker writes between jobs, in one transaction: the outcomes of the
-        runs it finished (as `finish_job_runs`), then the start of the held jobs it takes
-        next (as `start_claimed_run`). A job started here starts when the previous ones
-        ended, and sees their effects (a fail-fast batch failed by one of them)."""
+        """What a batch worker writes between jobs: the outcomes of the runs it finished
+        (as `finish_job_runs`), then the start of the held jobs it takes next (as
+        `start_claimed_run`). The plain completions (no effects on other rows) are one
+        statement in autocommit; the rest one transaction. A job started here starts when
+        the previous ones ended, and sees their effects (a fail-fast batch failed by one of
+        them)."""
         recorded, answers, _ = self.write_runs(finished, starting)
         return recorded, answers
 
@@ -146,18 +149,24 @@ class Runs(QueuePart):
         finished: Sequence[tuple[Job, JobOutcome]],
         starting: Sequence[Job],
         checking: Sequence[Job] = (),
+        answered: dict[int, RecordedOutcome] | None = None,
     ) -> tuple[list[RecordedOutcome | None], list[str], set[UUID]]:
         """`finish_and_start_runs`, and the start checks of the held jobs of `checking`
         (`may_start`, read after the call began): (recorded, started, the ids of the held
         jobs that may start). The plain completions and the checks are one statement of
         their own, in autocommit, where the vendor can (most writes are only that); the
-        other outcomes and the starts one transaction after it."""
+        other outcomes and the starts one transaction after it. A caller that retries the
+        call after a fault passes the same `answered` each time: the completions committed
+        by an earlier try keep their answers (their jobs took the completion's values)."""
         for _, outcome in finished:
             check_outcome(outcome)
         if not finished and not starting and not checking:
             return [], [], set()
         now = self.now()
-        free, startable = complete_free(self, finished, now, checking)
+        free = {} if answered is None else answered
+        todo = [i for i in range(len(finished)) if i not in free]
+        done, startable = complete_free(self, [finished[i] for i in todo], now, checking)
+        free.update((todo[j], answer) for j, answer in done.items())
         rest = [pair for i, pair in enumerate(finished) if i not in free]
         if not rest and not starting:
             return [free[i] for i in range(len(finished))], [], startable

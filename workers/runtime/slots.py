@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.engine.outcomes import check_outcome
@@ -41,16 +40,14 @@ class Slot:
         # Whether the writes check held jobs (a caller's queue may lack `write_runs`): if not,
         # every held job taken after an outcome gets its start marker.
         self.checks = checks
-        #: Held jobs taken with the last check (`RunState._take_more`), with its answers.
-        self.share: deque[tuple[Job, bool]] = deque()
-        self.share_checked_at = 0.0
+        self.key = id(self)  # of its share of held jobs (`RunState.shares`)
 
     def run(self) -> None:
         state = self.state
         try:
             job = None
             while True:
-                if job is None and self.share:
+                if job is None and state.has_share(self.key) and not state.stopping:
                     job = self._from_share()
                     continue
                 if job is None:
@@ -84,7 +81,8 @@ class Slot:
                     request = state.submit(
                         finished=(job, execution.outcome),
                         wait=False,
-                        check_next=self.checks and not self.share,
+                        check_next=self.checks and not state.has_share(self.key),
+                        share_key=self.key,
                     )
                     job = self._next(request)
                     continue
@@ -97,9 +95,6 @@ class Slot:
                 if straggler is not None and not self._came_back(request.finished[0], straggler):
                     return
         finally:
-            # A slot that ends early (its handler ran away) gives its share back unstarted.
-            while self.share:
-                self.state.submit(given_back=self.share.popleft()[0], wait=False)
             close_all()
 
     def _next(self, request: Request) -> Job | None:
@@ -113,21 +108,23 @@ class Slot:
         if job is None:
             return self._started(request) if request.start is not None else None
         if request.more:
-            self.share.extend((each, each.id in request.startable) for each in request.more)
-            self.share_checked_at = time.monotonic()
-        if job.id in request.startable:
+            self.state.shares[self.key].startable = request.startable
+        # Asked within the claim's start window, and answered within it (a write retried
+        # through an outage may end much later): then the claim's start time stands.
+        recent = time.monotonic() - request.asked_at < run_state.FRESH_START
+        if job.id in request.startable and recent:
             return job
         return self._started(self.state.submit(start=job))
 
     def _from_share(self) -> Job | None:
         """The next job of the share taken with the last check: it starts on that check
-        while it is still within the claim's start window (and its run was startable); else
-        its start marker decides. At a stop, the share goes back unstarted."""
-        job, startable = self.share.popleft()
-        if self.state.stopping:
-            self.state.submit(given_back=job, wait=False)
+        while within the claim's start window (and if its run was startable); else its start
+        marker decides. At a stop, the share is released with the held jobs."""
+        taken = self.state.take_shared(self.key)
+        if taken is None:
             return None
-        if startable and time.monotonic() - self.share_checked_at < run_state.FRESH_START:
+        job, startable, asked_at = taken
+        if startable and time.monotonic() - asked_at < run_state.FRESH_START:
             return job
         return self._started(self.state.submit(start=job))
 

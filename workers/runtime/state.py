@@ -63,6 +63,20 @@ class Request:
     written: threading.Event = field(default_factory=threading.Event)
     answer: str | None = None  # what the start did (None: the database was gone)
     startable: set = field(default_factory=set)  # the ids the check let start
+    asked_at: float = field(default_factory=time.monotonic)
+
+
+class Share:
+    """The held jobs a slot took with one check (`RunState._take_more`): held still (the
+    heartbeat keeps their leases, a stop releases them) until the slot starts each on that
+    check, within the claim's start window."""
+
+    __slots__ = ("jobs", "startable", "asked_at")
+
+    def __init__(self) -> None:
+        self.jobs: deque[Job] = deque()
+        self.startable: set = set()  # the ids the check let start
+        self.asked_at = 0.0
 
 
 class RunState:
@@ -86,6 +100,10 @@ class RunState:
         self.idle = 0  # slots waiting for a held job
         # Requests waiting for the writer; their jobs stay in `running` until written.
         self.outbox: list[Request] = []
+        self.blocked = 0  # of the outbox's requests, those whose slot waits for the write
+        self.share_size = 1  # the held jobs a slot takes with one check (`_take_more`)
+        self.shares: dict[int, Share] = {}  # by slot
+        self.shared = 0  # the jobs in `shares`
         self.stopping = False
         self.stopped = threading.Event()  # set with `stopping`, for waits without the lock
         self.wake = threading.Event()  # ends the claimer's sleep: set on stop and by pickup
@@ -104,7 +122,8 @@ class RunState:
     def in_flight(self) -> list[Job]:
         """Every job held or running (for the heartbeat)."""
         with self.lock:
-            return [*(held.job for held in self.held), *self.running.values()]
+            shared = (job for share in self.shares.values() for job in share.jobs)
+            return [*(held.job for held in self.held), *shared, *self.running.values()]
 
     def running_jobs(self) -> list[Job]:
         """Every job a slot took (for the checks of lost runs)."""
@@ -112,7 +131,7 @@ class RunState:
             return list(self.running.values())
 
     def in_flight_count(self) -> int:
-        return len(self.held) + len(self.running)
+        return len(self.held) + self.shared + len(self.running)
 
     def capacity(self, batch_size: int) -> int:
         """How many jobs a claim may take now (lock held)."""
@@ -122,12 +141,14 @@ class RunState:
             return 0
         # Jobs only waiting for their outcome's write leave within a write: counting them
         # would make the claims that come while they wait too small to refill the batch.
-        return batch_size - len(self.running) + self.finishing
+        return batch_size - len(self.running) - self.shared + self.finishing
 
     def hold(self, jobs: list[Job]) -> None:
         claimed_at = time.monotonic()
         with self.lock:
             self.held.extend(HeldJob(job, claimed_at) for job in jobs)
+            # A claim's jobs shared evenly among the slots (`_take_more`).
+            self.share_size = min(MAX_SHARE, -(-len(self.held) // self.concurrency))
             self.stats.add(held=len(jobs))
             self.work.notify(len(jobs))
 
@@ -135,7 +156,11 @@ class RunState:
         """Take every held job off the run (at shutdown): they will not start here."""
         with self.lock:
             jobs = [held.job for held in self.held]
+            for share in self.shares.values():
+                jobs += share.jobs
+                share.jobs.clear()
             self.held.clear()
+            self.shared = 0
             self.stats.add(held=-len(jobs))
             return jobs
 
@@ -170,12 +195,14 @@ class RunState:
         given_back: Job | None = None,
         wait: bool = True,
         check_next: bool = False,
+        share_key: int = 0,
     ) -> Request:
         """Hand the writer an outcome to record (or a run to give back) and/or a held job
         to start (with `take_next`, the next held job, if any, with a start marker; with
         `check_next`, the next held job, checked by the write if it is recent, else with a
-        start marker); wait for the write, unless `wait` is False, no held job was taken
-        and fewer than `unwritten_limit` outcomes already wait for it."""
+        start marker, and while jobs are short the share of `share_key` with it); wait for
+        the write, unless `wait` is False, no held job was taken and fewer than
+        `unwritten_limit` outcomes already wait for it."""
         check, more = None, ()
         with self.lock:
             if not wait and self.finishing >= self.unwritten_limit:
@@ -188,33 +215,60 @@ class RunState:
                 held = self._take_locked()
                 if held is not None and check_next and held.recent():
                     check = held.job
-                    more = tuple(self._take_more())
+                    more = self._take_more(share_key)
                 elif held is not None:
                     start = held.job
                 wait = wait or held is not None
             request = Request(finished, start, given_back, check, more)
+            if more:
+                self.shares[share_key].asked_at = request.asked_at
             self.outbox.append(request)
-            # The writer waits for the first request, and while it lingers, for the last of
-            # the busy slots' (it wakes at the linger's end anyway): a wake-up a request cost
-            # the writer a tenth of a short job's CPU.
-            if wait or len(self.outbox) in (1, self.concurrency - self.idle):
+            if wait:
+                self.blocked += 1
+            # The writer waits for the first request, and while it lingers, for the last busy
+            # slot to wait for it (it wakes at the linger's end anyway): a wake-up a request
+            # cost the writer a tenth of a short job's CPU.
+            if len(self.outbox) == 1 or (wait and self.blocked >= self.concurrency - self.idle):
                 self.requests.notify()
         if wait:
             request.written.wait()
         return request
 
-    def _take_more(self):
+    def _take_more(self, key: int) -> tuple[Job, ...]:
         """(lock held) While jobs are short, a slot that asks to start a held job takes a
-        share of the held jobs with it, checked by the same write: one wake-up for several
-        jobs. Each must still start within the claim's start window (slots.py)."""
+        share of the held jobs with it (a claim's jobs split evenly among the slots), checked
+        by the same write: one wake-up for several jobs. Jobs of a batch are left out: a
+        fail-fast batch may fail before they start, which only their own read tells."""
         if self.run_time is None or self.run_time * MAX_SHARE >= FRESH_START:
-            return
-        share = min(MAX_SHARE, len(self.held) // self.concurrency)
-        for _ in range(share - 1):
-            held = self.held[0] if self.held else None
-            if held is None or not held.recent():
-                return
-            yield self._take_locked().job
+            return ()
+        share = self.shares.setdefault(key, Share())
+        taken = []
+        while len(taken) < self.share_size - 1 and self.held and self.held[0].fresh():
+            taken.append(self.held.popleft().job)
+        share.jobs.extend(taken)
+        share.startable = set()
+        self.shared += len(taken)
+        if taken and not self.held:
+            self.room.notify_all()  # as `_take_locked`: the claimer claims again
+        return tuple(taken)
+
+    def take_shared(self, key: int) -> tuple[Job, bool, float] | None:
+        """The next job of the share of `key`, now running, whether its check let it start,
+        and when it was asked (None when stopping: the stop releases the share)."""
+        with self.lock:
+            share = self.shares.get(key)
+            if self.stopping or share is None or not share.jobs:
+                return None
+            job = share.jobs.popleft()
+            self.shared -= 1
+            self.running[id(job)] = job
+            metrics.started(job)
+            self.stats.add(held=-1, running=1)
+            return job, job.id in share.startable, share.asked_at
+
+    def has_share(self, key: int) -> bool:
+        share = self.shares.get(key)
+        return share is not None and bool(share.jobs)
 
     def done(self, jobs: list[Job], written: bool = False) -> None:
         """The jobs are off this run's hands. `written`: they were finishing (their outcome

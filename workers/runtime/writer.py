@@ -47,19 +47,21 @@ class Writer:
                     if not state.outbox:
                         return
                     self.linger()
-                    batch, state.outbox = state.outbox, []
+                    batch, state.outbox, state.blocked = state.outbox, [], 0
                 self.write(batch)
         finally:
             connection.close()
 
     def linger(self) -> None:
-        """Wait (lock held) for the slots still running short jobs to hand them in too."""
+        """Wait (lock held), while jobs are short, until every busy slot waits for this
+        write (the slots that go on without waiting hand in more meanwhile): one write for a
+        claim's jobs, not one for every few."""
         state = self.state
         if state.run_time is None or state.run_time >= LINGER:
             return
         deadline = time.monotonic() + LINGER
         busy = state.concurrency - state.idle
-        while not state.stopping and len(state.outbox) < busy:
+        while not state.stopping and state.blocked < busy:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
@@ -74,9 +76,10 @@ class Writer:
         what = f"finishing {len(finished)} and starting {len(starting) + len(checking)} jobs"
         startable: set = set()
         try:
-            if checking:
+            if hasattr(self.queue, "write_runs"):  # a caller's queue may lack it
+                answered: dict = {}  # kept across retries (`write_runs`)
                 recorded, answers, startable = retrying(
-                    lambda: self.queue.write_runs(finished, starting, checking),
+                    lambda: self.queue.write_runs(finished, starting, checking, answered),
                     what=what,
                     using=self.using,
                     give_up=self.force,

@@ -41,12 +41,12 @@ class GatedQueue:
         self.gate = threading.Event()
         self.fail = False
 
-    def write_runs(self, finished, starting, checking):
+    def write_runs(self, finished, starting, checking, answered=None):
         self.writes.append({job.id for job in checking})
         try:
             if self.fail:
                 raise OperationalError("the server went away")
-            return self.queue.write_runs(finished, starting, checking)
+            return self.queue.write_runs(finished, starting, checking, answered)
         finally:
             self.gate.wait(30)
 

@@ -76,8 +76,8 @@ def test_retrying_gives_up_when_told():
 def test_worker_carries_on_through_database_faults(caplog):
     failures = {
         "dequeue": 3,
-        # Every start marker and outcome goes through this one call.
-        "finish_and_start_runs": 4,
+        # Every start marker, check and outcome goes through this one call.
+        "write_runs": 4,
         # The claimer's read of the queue's limits, before each claim.
         "is_limited": 3,
     }

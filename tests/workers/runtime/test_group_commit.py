@@ -1,5 +1,5 @@
-"""The writer's group commit (`Writer.linger`): it waits for busy slots only while jobs
-are short. No database: the conditions are driven by hand."""
+"""The writer's group commit (`Writer.linger`): while jobs are short, it waits until every
+busy slot waits for the write. No database: the conditions are driven by hand."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ class Recording:
 
     def wait(self, timeout=None):
         self.waits.append(timeout)
-        if self.arrive:  # another slot hands in meanwhile
+        if self.arrive:  # another slot hands in meanwhile, and waits for the write
             self.arrive -= 1
             self.run.outbox.append(Request(None, None))
+            self.run.blocked += 1
         return True
 
 
@@ -29,6 +30,7 @@ def make_run(concurrency: int = 4):
     worker = Worker(TestQueue(), "q", lambda job: None, batch_concurrency=concurrency)
     run = WorkerRun(worker, threading.Event(), threading.Event())
     run.state.outbox.append(Request(None, None))
+    run.state.blocked = 1  # its slot waits for the write
     return run.state, run.writer
 
 
@@ -75,11 +77,11 @@ def test_a_failed_write_does_not_stop_the_worker(caplog):
     class BrokenOnce(TestQueue):
         lost: list | None = None
 
-        def finish_and_start_runs(self, finished, starting):
+        def write_runs(self, finished, starting, checking=(), answered=None):
             if self.lost is None:
                 self.lost = [job.id for job, _ in finished]
                 raise RuntimeError("a bug in the write")
-            return super().finish_and_start_runs(finished, starting)
+            return super().write_runs(finished, starting, checking, answered)
 
     queue = BrokenOnce()
     ids = [queue.enqueue(Job(queue_name="q")) for _ in range(6)]
@@ -95,3 +97,16 @@ def test_a_failed_write_does_not_stop_the_worker(caplog):
     running_ids = {job.id for job in queue.store.jobs.values() if job.status == "Running"}
     assert running_ids == set(queue.lost), "the failed write's jobs stay Running"
     assert "a bug in the write" in caplog.text
+
+
+def test_hand_ins_that_do_not_wait_do_not_end_the_linger():
+    """Slots that hand in and go on (their next jobs already taken) add to the write; the
+    write waits for the slots that will wait for it, up to the linger."""
+    run, writer = make_run(concurrency=2)
+    run.blocked = 0  # the first request's slot went on
+    run.run_time = LINGER / 10
+    run.outbox += [Request(None, None), Request(None, None)]
+    run.requests = Recording(run, arrive=1)  # then one slot waits for the write
+    writer.linger()
+    assert len(run.outbox) == 4, "it waited for the waiting slot's request"
+    assert run.blocked == 1

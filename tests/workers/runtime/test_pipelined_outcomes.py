@@ -71,7 +71,7 @@ def held(monkeypatch):
 def next_checked(run, slot):
     """What a slot does after handing in an outcome without waiting: the next held job,
     checked by the writer's next write (or given its start marker)."""
-    return slot._next(run.state.submit(wait=False, check_next=slot.checks))
+    return slot._next(run.state.submit(wait=False, check_next=slot.checks, share_key=slot.key))
 
 
 def test_a_held_job_taken_back_since_the_claim_does_not_start(held):
@@ -197,24 +197,52 @@ def test_short_jobs_take_a_share_of_the_held_jobs_with_one_check(held):
     the held jobs after it; the share's jobs start on that check, in order."""
     queue, name, run, slot, jobs = held(6)
     run.state.run_time = 0.0001  # the handlers' moving average: short jobs
-    request = run.state.submit(wait=False, check_next=True)
+    run.state.share_size = 4  # the claim's jobs shared among the slots (set by `hold`)
+    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
     assert slot._next(request) is jobs[0]
-    assert request.more == tuple(jobs[1:5]), "a share of the five left, one slot"
-    assert [job for job, startable in slot.share if startable] == jobs[1:5]
-    assert [slot._from_share() for _ in range(4)] == jobs[1:5]
+    assert request.more == tuple(jobs[1:4]), "a share of four with the checked one"
+    share = run.state.shares[slot.key]
+    assert list(share.jobs) == jobs[1:4] and share.startable >= {job.id for job in jobs[1:4]}
+    assert run.state.in_flight_count() == 6, "the share is held still"
+    assert [slot._from_share() for _ in range(3)] == jobs[1:4]
     assert [queue.get_job(job.id).status for job in jobs] == [JobStatus.RUNNING] * 6
-    assert len(run.state.held) == 1
+    assert len(run.state.held) == 2 and not run.state.has_share(slot.key)
 
 
-def test_a_share_goes_back_unstarted_when_the_run_stops(held):
+def test_a_share_is_released_with_the_held_jobs_when_the_run_stops(held):
+    """A stop releases a slot's share with the held jobs, whatever its slot is running:
+    Pending again at once, no attempt counted."""
+    from workers.runtime.shutdown import release_unstarted
+
     queue, name, run, slot, jobs = held(4)
     run.state.run_time = 0.0001
-    assert slot._next(run.state.submit(wait=False, check_next=True)) is jobs[0]
-    assert len(slot.share) == 2, "a share of the three left: the check's job and two more"
+    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
+    assert slot._next(request) is jobs[0]
+    assert run.state.share_size == 4, "one slot: the claim's four jobs are its share"
+    assert len(run.state.shares[slot.key].jobs) == 3
     run.state.set_stopping()
-    assert slot._from_share() is None
-    request = run.state.submit(wait=True)  # after the give-back's write
-    assert request.written.is_set()
-    stored = queue.get_job(jobs[1].id)
-    assert (stored.status, stored.attempts, stored.started_at) == (JobStatus.PENDING, 0, None)
-    assert len(slot.share) == 1
+    assert slot._from_share() is None, "a stop: the share does not start"
+    release_unstarted(run.worker, run.state, run.allowance, threading.Event())
+    for job in jobs[1:]:
+        stored = queue.get_job(job.id)
+        assert (stored.status, stored.attempts, stored.started_at) == (JobStatus.PENDING, 0, None)
+    assert run.state.in_flight_count() == 1 and run.state.shared == 0
+
+
+def test_a_share_leaves_out_the_jobs_of_a_batch(held):
+    """A held job of a batch starts only on a read of its own (a fail-fast batch may fail
+    before it starts): no share takes it."""
+    queue, name, run, slot, jobs = held(0)
+    batch = JobBatch(name="b", jobs=[Job(queue_name=name) for _ in range(3)],
+                     partial_failure_mode=PartialFailureMode.FAIL_FAST)  # fmt: skip
+    queue.enqueue_batch(batch)
+    options = DequeueOptions(batch_size=3, lease_duration=timedelta(minutes=5))
+    plain = [queue.enqueue(Job(queue_name=name)) for _ in range(2)]
+    claimed = queue.dequeue(name, options) + queue.dequeue(name, options)
+    run.state.hold(claimed)
+    run.state.run_time = 0.0001
+    run.state.share_size = 5
+    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
+    assert slot._next(request) is not None
+    assert all(job.batch_id is None for job in request.more)
+    assert {job.id for job in request.more} <= set(plain)
