@@ -13,11 +13,12 @@ from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.engine.outcomes import check_outcome
 from queues.enums import HandlerEnd
 from workers import metrics
-from workers.runtime import state as run_state
+from workers.runtime import handoffs
 from workers.runtime.allowance import Allowance
 from workers.runtime.connections import close_all
 from workers.runtime.executor import EventLoop, Execution, Interrupted, execute
-from workers.runtime.state import Request, RunState
+from workers.runtime.handoffs import Request
+from workers.runtime.state import RunState
 
 logger = logging.getLogger("workers")
 
@@ -111,7 +112,7 @@ class Slot:
             self.state.shares[self.key].startable = request.startable
         # Asked within the claim's start window, and answered within it (a write retried
         # through an outage may end much later): then the claim's start time stands.
-        recent = time.monotonic() - request.asked_at < run_state.FRESH_START
+        recent = time.monotonic() - request.asked_at < handoffs.FRESH_START
         if job.id in request.startable and recent:
             return job
         return self._started(self.state.submit(start=job))
@@ -124,7 +125,7 @@ class Slot:
         if taken is None:
             return None
         job, startable, asked_at = taken
-        if startable and time.monotonic() - asked_at < run_state.FRESH_START:
+        if startable and time.monotonic() - asked_at < handoffs.FRESH_START:
             return job
         return self._started(self.state.submit(start=job))
 

@@ -7,76 +7,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
 from queues.api import Job, JobOutcome
 from workers import metrics
-
-#: A job a slot takes within this many seconds of its claim starts "at the claim": the claim
-#: already recorded the start and checked the pause, so no start marker is written for it.
-FRESH_START = 0.05
-
-
-class HeldJob:
-    """A claimed job waiting for a slot, and when (monotonic) it was claimed."""
-
-    __slots__ = ("job", "claimed_at")
-
-    def __init__(self, job: Job, claimed_at: float) -> None:
-        self.job = job
-        self.claimed_at = claimed_at
-
-    def recent(self) -> bool:
-        """Taken so soon after its claim that the claim's start time stands."""
-        return time.monotonic() - self.claimed_at < FRESH_START
-
-    def fresh(self) -> bool:
-        """Taken so soon after its claim that the claim's start time and pause check stand,
-        with no read (a batch's job is read or gets its start marker: the fail-fast batch
-        may have failed since the claim)."""
-        return self.recent() and self.job.batch_id is None
-
-
-#: The most held jobs one slot takes with one check, while jobs are short (`_take_more`).
-MAX_SHARE = 8
+from workers.runtime import handoffs
+from workers.runtime.handoffs import MAX_SHARE, HeldJob, Request, Share
 
 #: How often one job's run may be given back in a worker run because the database went away
 #: under it; after that its next such failure counts as a failure of its own. A job whose
 #: handler breaks its connection every time (a query that crashes the server) must not run
 #: for ever without spending an attempt.
 MAX_GIVEN_BACK = 3
-
-
-@dataclass
-class Request:
-    """A slot's request to the writer: an outcome to record, or a run to give back (one the
-    database's outage cut short), and/or a held job to start."""
-
-    finished: tuple[Job, JobOutcome] | None
-    start: Job | None
-    given_back: Job | None = None
-    #: A held job taken within the claim's start window, to check with the write: it starts
-    #: if the write's read (begun after this request) finds its run still this worker's.
-    check: Job | None = None
-    #: More held jobs checked with it, that the slot runs after it while jobs are short.
-    more: tuple[Job, ...] = ()
-    written: threading.Event = field(default_factory=threading.Event)
-    answer: str | None = None  # what the start did (None: the database was gone)
-    startable: set = field(default_factory=set)  # the ids the check let start
-    asked_at: float = field(default_factory=time.monotonic)
-
-
-class Share:
-    """The held jobs a slot took with one check (`RunState._take_more`): held still (the
-    heartbeat keeps their leases, a stop releases them) until the slot starts each on that
-    check, within the claim's start window."""
-
-    __slots__ = ("jobs", "startable", "asked_at")
-
-    def __init__(self) -> None:
-        self.jobs: deque[Job] = deque()
-        self.startable: set = set()  # the ids the check let start
-        self.asked_at = 0.0
 
 
 class RunState:
@@ -239,7 +180,7 @@ class RunState:
         share of the held jobs with it (a claim's jobs split evenly among the slots), checked
         by the same write: one wake-up for several jobs. Jobs of a batch are left out: a
         fail-fast batch may fail before they start, which only their own read tells."""
-        if self.run_time is None or self.run_time * MAX_SHARE >= FRESH_START:
+        if self.run_time is None or self.run_time * MAX_SHARE >= handoffs.FRESH_START:
             return ()
         share = self.shares.setdefault(key, Share())
         taken = []

@@ -15,7 +15,8 @@ from queues.api import JobStatus
 from workers import metrics
 from workers.runtime.allowance import Allowance
 from workers.runtime.faults import GaveUp, retrying
-from workers.runtime.state import Request, RunState
+from workers.runtime.handoffs import Request
+from workers.runtime.state import RunState
 
 logger = logging.getLogger("workers")
 

@@ -16,7 +16,7 @@ from queues.api import DequeueOptions, JobOutcome, JobQueue, JobStatus
 from queues.models import QueuePause
 from tests.conftest import unique_queue
 from tests.workers.support.helpers import enqueue_jobs, wait_until
-from workers.runtime import state
+from workers.runtime import handoffs
 from workers.runtime.allowance import Allowance
 from workers.runtime.state import RunState
 from workers.runtime.writer import Writer
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def recent(monkeypatch):
     """Every held job is "just claimed" (a loaded machine must not turn checks into start
     markers)."""
-    monkeypatch.setattr(state, "FRESH_START", 600.0)
+    monkeypatch.setattr(handoffs, "FRESH_START", 600.0)
 
 
 class GatedQueue:

@@ -76,9 +76,7 @@ def test_a_connection_that_died_between_jobs_costs_the_next_job_nothing(
 
 
 @server_only
-def test_a_live_connection_passes_its_health_check_without_a_round_trip(
-    handler_runs, monkeypatch
-):
+def test_a_live_connection_passes_its_health_check_without_a_round_trip(handler_runs, monkeypatch):
     """Django's health check (`is_usable`: `SELECT 1`, a ping) runs only for a connection
     whose socket the server wrote to; the jobs of a live one make no such round trip."""
     monkeypatch.setitem(connections.settings["default"], "CONN_HEALTH_CHECKS", True)

@@ -30,7 +30,7 @@ from queues.api import (
 from tests.conftest import unique_queue
 from tests.workers.support.helpers import enqueue_jobs
 from workers.api import Worker
-from workers.runtime import RunState, WorkerRun, state
+from workers.runtime import RunState, WorkerRun, handoffs
 from workers.runtime.slots import Slot
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def held(monkeypatch):
     """A worker run (its writer running) holding a fresh claim of `n` jobs of a new queue."""
-    monkeypatch.setattr(state, "FRESH_START", 600.0)  # every held job is "just claimed"
+    monkeypatch.setattr(handoffs, "FRESH_START", 600.0)  # every held job is "just claimed"
     runs: list = []
 
     def make(n: int):

@@ -80,8 +80,10 @@ def test_poison_from_handlers_is_recorded_and_the_rest_complete(run):
     )
     with running(worker):
         wait_until(
-            lambda: queue.get_job_counts_by_status(name)["Completed"] == 20
-            and queue.get_job_counts_by_status(name)["Dead"] == len(kinds),
+            lambda: (
+                queue.get_job_counts_by_status(name)["Completed"] == 20
+                and queue.get_job_counts_by_status(name)["Dead"] == len(kinds)
+            ),
             60,
             f"jobs not all finished: {queue.get_job_counts_by_status(name)}",
         )
