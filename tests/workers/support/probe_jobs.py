@@ -32,7 +32,7 @@ def work(job):
 
 if os.environ.get("HAMMERWEB_TEST_BREAK_WRITER") == "1":
 
-    def _broken_write(self, finished, starting):
+    def _broken_write(self, finished, starting, *checks):
         raise SystemExit("the writer is gone")
 
-    JobQueue.finish_and_start_runs = _broken_write
+    JobQueue.finish_and_start_runs = JobQueue.write_runs = _broken_write
