@@ -94,6 +94,7 @@ def test_a_destructive_confirmation_opens_apart_from_the_selection(page, live_se
     page.set_viewport_size(PHONE)
     page.click("form.bulk-all button[value=retry]")
     dialog = page.locator("dialog.confirm")
+    expect(dialog).to_be_visible()  # opened by the click's script: wait for it
     box = dialog.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     screenshot(page, "confirm-retry-phone")
