@@ -195,12 +195,14 @@ class Command(BaseCommand):
         """First signal: drain; second: force. Returns the handlers it replaced."""
 
         def on_signal(signum, frame):
+            # The event before the log line: a second signal can run this handler again
+            # while the first one is still logging, and must then find the drain begun.
             if stop.is_set():
-                logger.warning("second %s: forcing exit", signal.Signals(signum).name)
                 force.set()
+                logger.warning("second %s: forcing exit", signal.Signals(signum).name)
             else:
-                logger.warning("%s: draining (again to force)", signal.Signals(signum).name)
                 stop.set()
+                logger.warning("%s: draining (again to force)", signal.Signals(signum).name)
 
         previous = {}
         if threading.current_thread() is threading.main_thread():
