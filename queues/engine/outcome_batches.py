@@ -6,7 +6,7 @@ read and one UPDATE per shape, then the effects of them all at once. The rules a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -107,12 +107,14 @@ def complete_free(
     finished: Sequence[tuple[Job, JobOutcome]],
     now: datetime,
     checking: Sequence[Job] = (),
+    on_checked: Callable[[set[UUID]], None] | None = None,
 ) -> tuple[dict[int, RecordedOutcome], set[UUID]]:
     """Write the plain completions of `finished` whose effects reach no other row, of every
     claim, and check the held jobs of `checking` (as `may_start`), with one statement of their
     own (`complete_free_runs`, autocommit): the answers by index, and the ids of the held
-    jobs that may start. The rest (stale runs, jobs with dependents, other outcomes, a job
-    listed twice, a vendor that cannot) is left for `record_outcomes`' transaction."""
+    jobs that may start, also told to `on_checked` as soon as they are known. The rest
+    (stale runs, jobs with dependents, other outcomes, a job listed twice, a vendor that
+    cannot) is left for `record_outcomes`' transaction."""
     listed: dict[int, int] = {}
     for job, _ in finished:
         listed[id(job)] = listed.get(id(job), 0) + 1
@@ -129,12 +131,15 @@ def complete_free(
         return {}, set()
     runs = [(finished[i][0].id, finished[i][0].run_token, finished[i][1].result) for i in indexes]
     written, tokens = queue.store.complete_free_runs(runs, now, [job.id for job in asked])
+    startable = {job.id for job in asked if tokens.get(job.id) == job.run_token}
+    if on_checked is not None and asked:
+        on_checked(startable)
     answers: dict[int, RecordedOutcome] = {}
     for i in indexes if written else ():
         job, outcome = finished[i]
         if job.id in written:
             answers[i] = _completed(queue, job, outcome, now)
-    return answers, {job.id for job in asked if tokens.get(job.id) == job.run_token}
+    return answers, startable
 
 
 def _complete(queue: QueueCore, finished, indexes, token, now, results, grouped, with_dependents):

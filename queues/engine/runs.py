@@ -150,6 +150,7 @@ class Runs(QueuePart):
         starting: Sequence[Job],
         checking: Sequence[Job] = (),
         answered: dict[int, RecordedOutcome] | None = None,
+        on_checked: Callable[[set[UUID]], None] | None = None,
     ) -> tuple[list[RecordedOutcome | None], list[str], set[UUID]]:
         """`finish_and_start_runs`, and the start checks of the held jobs of `checking`
         (`may_start`, read after the call began): (recorded, started, the ids of the held
@@ -157,7 +158,9 @@ class Runs(QueuePart):
         their own, in autocommit, where the vendor can (most writes are only that); the
         other outcomes and the starts one transaction after it. A caller that retries the
         call after a fault passes the same `answered` each time: the completions committed
-        by an earlier try keep their answers (their jobs took the completion's values)."""
+        by an earlier try keep their answers (their jobs took the completion's values).
+        `on_checked` hears the checks' answer as soon as it is read (on MariaDB, before the
+        transaction of the outcomes)."""
         for _, outcome in finished:
             check_outcome(outcome)
         if not finished and not starting and not checking:
@@ -165,7 +168,9 @@ class Runs(QueuePart):
         now = self.now()
         free = {} if answered is None else answered
         todo = [i for i in range(len(finished)) if i not in free]
-        done, startable = complete_free(self, [finished[i] for i in todo], now, checking)
+        done, startable = complete_free(
+            self, [finished[i] for i in todo], now, checking, on_checked
+        )
         free.update((todo[j], answer) for j, answer in done.items())
         rest = [pair for i, pair in enumerate(finished) if i not in free]
         if not rest and not starting:

@@ -58,6 +58,8 @@ class Request:
     answer: str | None = None  # what the start did (None: the database was gone)
     startable: set = field(default_factory=set)  # the ids the check let start
     asked_at: float = field(default_factory=time.monotonic)
+    #: Its slot waits for the check only, not for the outcome's write (released early).
+    early: bool = False
 
 
 class Share:

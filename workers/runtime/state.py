@@ -146,7 +146,9 @@ class RunState:
         `unwritten_limit` outcomes already wait for it."""
         check, more = None, ()
         with self.lock:
-            if not wait and self.finishing >= self.unwritten_limit:
+            behind = self.finishing >= self.unwritten_limit
+            early = check_next and not wait and not behind
+            if not wait and behind:
                 wait = True  # the writer is behind: this slot waits for it
             # Under one lock with the take: the claimer, woken when the take empties `held`,
             # must already count the finished job as finishing, or it claims too few.
@@ -161,6 +163,7 @@ class RunState:
                     start = held.job
                 wait = wait or held is not None
             request = Request(finished, start, given_back, check, more)
+            request.early = early and check is not None
             if more:
                 self.shares[share_key].asked_at = request.asked_at
             self.outbox.append(request)

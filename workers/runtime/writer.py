@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from functools import partial
 
 from django.db import connection
 
@@ -79,8 +80,11 @@ class Writer:
         try:
             if hasattr(self.queue, "write_runs"):  # a caller's queue may lack it
                 answered: dict = {}  # kept across retries (`write_runs`)
+                early = [r for r in requests if r.early]
                 recorded, answers, startable = retrying(
-                    lambda: self.queue.write_runs(finished, starting, checking, answered),
+                    lambda: self.queue.write_runs(
+                        finished, starting, checking, answered, partial(_release, early)
+                    ),
                     what=what,
                     using=self.using,
                     give_up=self.force,
@@ -157,3 +161,11 @@ class Writer:
         self.state.stats.add(not_run=len(jobs))
         self.allowance.not_run(len(jobs))
         self.state.done(jobs, written=True)
+
+
+def _release(requests: list[Request], startable: set) -> None:
+    """The slots waiting only for their checks go on as soon as the checks are read (on
+    MariaDB, before the transaction of the write's outcomes)."""
+    for request in requests:
+        request.startable = startable
+        request.written.set()

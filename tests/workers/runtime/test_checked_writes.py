@@ -41,12 +41,12 @@ class GatedQueue:
         self.gate = threading.Event()
         self.fail = False
 
-    def write_runs(self, finished, starting, checking, answered=None):
+    def write_runs(self, finished, starting, checking, answered=None, on_checked=None):
         self.writes.append({job.id for job in checking})
         try:
             if self.fail:
                 raise OperationalError("the server went away")
-            return self.queue.write_runs(finished, starting, checking, answered)
+            return self.queue.write_runs(finished, starting, checking, answered, on_checked)
         finally:
             self.gate.wait(30)
 

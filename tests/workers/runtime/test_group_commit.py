@@ -77,11 +77,11 @@ def test_a_failed_write_does_not_stop_the_worker(caplog):
     class BrokenOnce(TestQueue):
         lost: list | None = None
 
-        def write_runs(self, finished, starting, checking=(), answered=None):
+        def write_runs(self, finished, starting, checking=(), answered=None, on_checked=None):
             if self.lost is None:
                 self.lost = [job.id for job, _ in finished]
                 raise RuntimeError("a bug in the write")
-            return super().write_runs(finished, starting, checking, answered)
+            return super().write_runs(finished, starting, checking, answered, on_checked)
 
     queue = BrokenOnce()
     ids = [queue.enqueue(Job(queue_name="q")) for _ in range(6)]
