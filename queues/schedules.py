@@ -190,7 +190,7 @@ def _task_fields(entry: Mapping) -> dict[str, Any]:
     """A django.tasks task's queue, priority and job payload (see `tasks_backend`)."""
     from django.tasks import Task
 
-    from queues.task_jobs import job_priority, task_payload
+    from queues.tasks.jobs import job_priority, task_payload
 
     if "payload" in entry:
         raise InvalidSchedule("a 'task' takes 'args' and 'kwargs', not a 'payload'")

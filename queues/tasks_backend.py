@@ -16,8 +16,8 @@ from django.tasks.base import TaskResult, TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 
-from queues.task_jobs import TASK_KEY, task_payload, task_priorities
-from queues.task_results import TaskRunError, is_task_job, result_from_job, task_of
+from queues.tasks.jobs import TASK_KEY, task_payload, task_priorities
+from queues.tasks.results import TaskRunError, is_task_job, result_from_job, task_of
 
 # The names of the results' side stay importable from here, where they were first.
 __all__ = [

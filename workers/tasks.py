@@ -15,8 +15,8 @@ from django.utils import timezone
 from django.utils.json import normalize_json
 
 from queues.api import Job
-from queues.task_jobs import TASK_KEY
-from queues.task_results import format_error, is_task_job, running_result
+from queues.tasks.jobs import TASK_KEY
+from queues.tasks.results import format_error, is_task_job, running_result
 from queues.validation import check_json
 from workers.runtime.executor import JobError
 

@@ -48,7 +48,7 @@ def outcome_row(job, outcome, status: str, now: datetime) -> FailedAttempt | Non
         return None
     error, traceback = outcome.error, outcome.traceback
     if error and traceback and error.endswith(traceback):
-        # A task's error is its summary and its traceback (`task_results.format_error`);
+        # A task's error is its summary and its traceback (`tasks.results.format_error`);
         # the row keeps the traceback once.
         error = error[: -len(traceback)].rstrip()
     return _row(job, end, status, now, error, outcome.exception_class, traceback)

@@ -17,7 +17,7 @@ from django.tasks.signals import task_finished, task_started
 
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, MockClock, TestQueue
 from queues.enums import JobStatus
-from queues.task_results import UNKNOWN_WORKER
+from queues.tasks.results import UNKNOWN_WORKER
 from queues.tasks_backend import HammerwebBackend
 from tests.conftest import unique_queue
 from tests.workers.support import contract_jobs as jobs

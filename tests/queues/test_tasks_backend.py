@@ -17,7 +17,7 @@ from django.utils import timezone
 
 import tests.queues.support.task_functions as tasks
 from queues.api import JobPriority, JobQueue, JobStatus, MockClock
-from queues.task_jobs import job_priority
+from queues.tasks.jobs import job_priority
 from queues.tasks_backend import HammerwebBackend
 from tests.workers.support.helpers import running, wait_until
 from workers.api import Worker, dispatch

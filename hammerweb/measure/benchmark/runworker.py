@@ -21,7 +21,7 @@ from hammerweb.measure.models import BenchNote
 from queues.api import Job, JobBatch, JobQueue
 from queues.groups import MAX_BATCH_JOBS
 from queues.models import Batch
-from queues.task_jobs import task_payload
+from queues.tasks.jobs import task_payload
 
 #: As the issue measured it: batch 50, concurrency 10, a short poll, exit when empty.
 OPTIONS = ["--burst", "--batch-size", "50", "--concurrency", "10", "--poll-interval", "0.05"]

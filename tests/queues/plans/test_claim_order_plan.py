@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from queues.api import Job, JobPriority, JobQueue
 from queues.store.catalogue import queries_for, statements
-from queues.task_jobs import task_priorities
+from queues.tasks.jobs import task_priorities
 from tests.conftest import unique_queue
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,7 +7,7 @@ import uuid
 from queues import enums
 from queues.api import JobPriority, JobStatus
 from queues.models import QueuePause
-from queues.task_jobs import task_priorities
+from queues.tasks.jobs import task_priorities
 from tests.queues.conftest import unique_queue
 from tests.queues.store.conftest import LEASE, T0, claim, insert, job, one
 

@@ -13,7 +13,7 @@ from django.tasks.base import TaskError, TaskResult, TaskResultStatus
 from django.utils.module_loading import import_string
 
 from queues.enums import JobStatus
-from queues.task_jobs import TASK_KEY
+from queues.tasks.jobs import TASK_KEY
 
 _STATUS = {
     JobStatus.PENDING: TaskResultStatus.READY,
