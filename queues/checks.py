@@ -57,8 +57,7 @@ def check_dashboard(app_configs=None, **kwargs):
     if not apps.is_installed("django_htmx"):
         errors.append(
             checks.Error(
-                "The Hammerweb dashboard needs the django_htmx app (its template tags serve "
-                "htmx).",
+                "The Hammerweb dashboard needs the django_htmx app (its template tags serve htmx).",
                 hint='Add "django_htmx" to INSTALLED_APPS.',
                 id="queues.E003",
             )

@@ -5,7 +5,9 @@ project's settings for Hammerweb's options. See docs/design/vocabulary.md."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 
@@ -18,9 +20,29 @@ class Option:
     #: The type every value must have (a bool is not accepted for an int).
     kind: type
     help: str
+    #: Values of the right type that are still refused (e.g. a batch of 0), and why.
+    refuse: Callable[[object], bool] | None = None
+    why: str = ""
 
 
 OPTIONS: dict[str, Option] = {
+    "ARCHIVE_AFTER": Option(
+        None,
+        timedelta,
+        "move finished jobs older than this (a timedelta) out of the jobs table into the "
+        "archive, each maintenance pass of runworker; None: never (docs: Archiving "
+        "finished jobs)",
+        refuse=lambda value: value <= timedelta(0),
+        why="a timedelta above 0, or None",
+    ),
+    "ARCHIVE_BATCH": Option(
+        1000,
+        int,
+        "jobs moved to the archive per transaction (ARCHIVE_AFTER): each transaction short, "
+        "its rows few enough to hold in memory",
+        refuse=lambda value: value < 1,
+        why="a whole number above 0",
+    ),
     "METRICS_TOKEN": Option(
         None,
         str,
@@ -50,6 +72,13 @@ OPTIONS: dict[str, Option] = {
         "recurring jobs declared in code, by name: {name: {cron, queue and payload, or task; "
         "timezone, priority, max_attempts, timeout}}, synchronised when runworker starts "
         "(docs: Schedules)",
+    ),
+    "TRACING": Option(
+        True,
+        bool,
+        "OpenTelemetry tracing, when opentelemetry-api is installed (the otel extra): each "
+        "enqueue is a span whose context is stored with the job, and each run a span linked "
+        "to it; False: no span, no context stored (docs: Tracing with OpenTelemetry)",
     ),
     "WEBSOCKET": Option(
         True,
@@ -86,6 +115,8 @@ def problems() -> list[str]:
             value, option.kind
         ):  # None where None is the default: e.g. an environment variable left unset
             found.append(f"{SETTING}[{name!r}] must be a {option.kind.__name__}, not {value!r}")
+        elif value is not None and option.refuse is not None and option.refuse(value):
+            found.append(f"{SETTING}[{name!r}] must be {option.why}, not {value!r}")
     return found
 
 

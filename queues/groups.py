@@ -9,9 +9,10 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Self
 from uuid import UUID
 
+from queues.callbacks import COMPLETE, FAILURE, SUCCESS, Callback, specs
 from queues.enums import (
     FAILURE_STATUSES,
     BatchStatus,
@@ -27,11 +28,44 @@ from queues.validation import check_json, normalize_id, validate_label
 MAX_BATCH_JOBS = 10_000
 
 
+class _Callbacks:
+    """The callbacks of a batch or a workflow, the methods of both (not their base: the
+    reference then names no private class): each a `Job`, or a django.tasks task called
+    with `args` and `kwargs`, enqueued once in the transaction that decides its event, with
+    the group's tally in its payload (`payload["group"]`). See docs/howto/workflows.md."""
+
+    callbacks: dict[str, Callback]
+
+    def on_success(self, job, args=(), kwargs=None) -> Self:
+        """Enqueue `job` once every job of the group completed (none failed)."""
+        return self._on(SUCCESS, job, args, kwargs)
+
+    def on_failure(self, job, args=(), kwargs=None) -> Self:
+        """Enqueue `job` once the group failed: at its first failure for good if it fails
+        fast, else once every job finished and one failed."""
+        return self._on(FAILURE, job, args, kwargs)
+
+    def on_complete(self, job, args=(), kwargs=None) -> Self:
+        """Enqueue `job` once the group reached its final status and none of its jobs is
+        left to finish, whatever the outcome."""
+        return self._on(COMPLETE, job, args, kwargs)
+
+    def _on(self, event: str, job, args, kwargs) -> Self:
+        self.callbacks[event] = Callback(job, tuple(args or ()), dict(kwargs or {}))
+        return self
+
+
 class JobGroup:
     """A workflow: jobs inserted together, some waiting for others.
 
-    `then(job)` makes `job` depend on every job added before it.
+    `then(job)` makes `job` depend on every job added before it. `on_success(job)`,
+    `on_failure(job)` and `on_complete(job)` declare its callbacks (`queues.callbacks`).
     """
+
+    on_success = _Callbacks.on_success
+    on_failure = _Callbacks.on_failure
+    on_complete = _Callbacks.on_complete
+    _on = _Callbacks._on
 
     def __init__(
         self, name: str, failure_policy: FailurePolicy | str = FailurePolicy.FAIL_FAST
@@ -43,6 +77,7 @@ class JobGroup:
         self.name = name
         self.failure_policy = FailurePolicy(failure_policy)
         self.jobs: list = []
+        self.callbacks = {}  # {event: Callback}
 
     def add_job(self, job) -> JobGroup:
         self.jobs.append(job)
@@ -83,11 +118,17 @@ class JobGroup:
         _check_acyclic(graph, self.name)
 
     def row(self, now: datetime) -> Workflow:
-        """The row of the workflow being enqueued; its jobs are given its id."""
+        """The row of the workflow being enqueued (its callbacks checked); its jobs are
+        given its id."""
+        callbacks = specs(self.callbacks, now, InvalidWorkflow, self.jobs)
         for job in self.jobs:
             job.workflow_id = self.id
         return Workflow(
-            id=self.id, name=self.name, failure_policy=self.failure_policy, created_at=now
+            id=self.id,
+            name=self.name,
+            failure_policy=self.failure_policy,
+            created_at=now,
+            callbacks=callbacks,
         )
 
 
@@ -113,7 +154,13 @@ def _check_acyclic(graph: dict[str, list[str]], name: str) -> None:
 
 
 class JobBatch:
-    """Jobs of one queue inserted together and tallied as one batch."""
+    """Jobs of one queue inserted together and tallied as one batch. `on_success(job)`,
+    `on_failure(job)` and `on_complete(job)` declare its callbacks (`queues.callbacks`)."""
+
+    on_success = _Callbacks.on_success
+    on_failure = _Callbacks.on_failure
+    on_complete = _Callbacks.on_complete
+    _on = _Callbacks._on
 
     def __init__(
         self,
@@ -129,6 +176,7 @@ class JobBatch:
             raise InvalidBatch(f"unknown partial failure mode: {partial_failure_mode!r}")
         self.partial_failure_mode = PartialFailureMode(partial_failure_mode)
         self.metadata = dict(metadata or {})
+        self.callbacks = {}  # {event: Callback}
 
     def with_jobs(self, jobs: Iterable) -> JobBatch:
         self.jobs = list(jobs)
@@ -158,7 +206,9 @@ class JobBatch:
             raise InvalidBatch("jobs of a batch cannot have dependencies; use a workflow")
 
     def row(self, now: datetime) -> Batch:
-        """The row of the batch being enqueued; its jobs are given its id."""
+        """The row of the batch being enqueued (its callbacks checked); its jobs are given
+        its id."""
+        callbacks = specs(self.callbacks, now, InvalidBatch, self.jobs)
         for job in self.jobs:
             job.batch_id = self.id
         return Batch(
@@ -167,6 +217,7 @@ class JobBatch:
             failure_mode=self.partial_failure_mode,
             metadata=self.metadata,
             created_at=now,
+            callbacks=callbacks,
         )
 
 

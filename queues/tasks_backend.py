@@ -16,7 +16,7 @@ from django.tasks.base import TaskResult, TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 
-from queues.tasks.jobs import TASK_KEY, task_payload, task_priorities
+from queues.tasks.jobs import TASK_KEY, task_job_fields
 from queues.tasks.results import TaskRunError, is_task_job, result_from_job, task_of
 
 # The names of the results' side stay importable from here, where they were first.
@@ -130,14 +130,10 @@ class HammerwebBackend(BaseTaskBackend):
             errors=[],
             worker_ids=[],
         )
-        own = {}
-        if isinstance(task, HammerwebTask):
-            own = {**task.unique_fields(args, kwargs), "tags": task.tags, "meta": task.meta}
+        own = task.unique_fields(args, kwargs) if isinstance(task, HammerwebTask) else {}
         job = Job(
             id=uuid.UUID(result.id),
-            queue_name=task.queue_name,
-            payload=task_payload(task, result.args, result.kwargs),
-            **task_priorities(task.priority),
+            **task_job_fields(task, result.args, result.kwargs),
             max_attempts=self.max_attempts,
             **own,
         )

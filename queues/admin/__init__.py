@@ -5,6 +5,7 @@ call the same `JobQueue` methods as the dashboard; a refusal is reported per row
 
 from __future__ import annotations
 
+from queues.admin.archive import ArchivedJobAdmin
 from queues.admin.groups import BatchAdmin, GroupAdmin, JobDependencyAdmin, WorkflowAdmin
 from queues.admin.jobs import DeclaredFilter, FailedAttemptAdmin, JobAdmin
 from queues.admin.queues import QueueConfigAdmin, QueueConfigForm, QueuePauseAdmin
@@ -17,6 +18,7 @@ from queues.admin.records import (
 )
 
 __all__ = [
+    "ArchivedJobAdmin",
     "BatchAdmin",
     "BulkOperationAdmin",
     "CompletionCountAdmin",

@@ -15,6 +15,8 @@ from queues.models import Batch, JobDependency, Workflow
 #: shared ones first; the page keeps the table's column order).
 _LEADING = ["name", "status"]
 _TALLIES = ["total_jobs", "completed_jobs", "failed_jobs", "created_at", "completed_at"]
+#: The callbacks declared and the ids of those enqueued (`queues.callbacks`).
+_CALLBACKS = ["callbacks", "callback_jobs"]
 
 
 class GroupAdmin(EngineDeletes, ReadOnlyAdmin):
@@ -41,7 +43,7 @@ class BatchAdmin(GroupAdmin):
     ]
     list_filter = ["status", "failure_mode"]
     search_fields = ["=id", "name", "error_summary"]
-    fields = [*_LEADING, "failure_mode", *_TALLIES, "error_summary", "metadata"]
+    fields = [*_LEADING, "failure_mode", *_TALLIES, "error_summary", "metadata", *_CALLBACKS]
 
 
 @admin.register(Workflow)
@@ -57,7 +59,7 @@ class WorkflowAdmin(GroupAdmin):
     ]
     list_filter = ["status", "failure_policy"]
     search_fields = ["=id", "name"]
-    fields = [*_LEADING, "failure_policy", *_TALLIES, "failed_at", "metadata"]
+    fields = [*_LEADING, "failure_policy", *_TALLIES, "failed_at", "metadata", *_CALLBACKS]
 
 
 @admin.register(JobDependency)

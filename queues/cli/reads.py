@@ -38,7 +38,10 @@ def show_job(command, queue, options) -> None:
     (job_id,) = parsing.job_ids([options["id"]])
     job = queue.get_job(job_id)
     if job is None:
-        raise CommandError(f"no job {job_id}")
+        archived = queue.get_archived_job(job_id)
+        if archived is None:
+            raise CommandError(f"no job {job_id}")
+        return _show_archived(command, archived, options)
     attempts = queue.get_job_attempts(job_id)
     why = queue.explain(job_id)
     if options["json"]:
@@ -49,19 +52,39 @@ def show_job(command, queue, options) -> None:
         }
         command.stdout.write(output.dumps(found))
         return
-    fields = output.fields_of(job)
+    _fields(command, output.fields_of(job))
+    _attempts(command, attempts)
+    command.stdout.write("\nwhy it waits:" if why.waiting else "")
+    for reason in why.reasons:
+        command.stdout.write(f"- {reason.text}")
+
+
+def _fields(command, fields: dict) -> None:
     width = max(len(name) for name in fields)
     for name, value in fields.items():
-        shown = "-" if value is None else str(value)
-        command.stdout.write(f"{name.ljust(width)}  {shown}")
+        command.stdout.write(f"{name.ljust(width)}  {'-' if value is None else value}")
+
+
+def _attempts(command, attempts) -> None:
     command.stdout.write(f"\nfailed attempts: {len(attempts)}")
     if attempts:
         columns = ("attempt", "failed_at", "ended_by", "status", "worker", "error")
         rows = [[a.attempt, a.failed_at, a.ended_by, a.status, a.worker, a.error] for a in attempts]
         command.stdout.write(output.table(columns, rows))
-    command.stdout.write("\nwhy it waits:" if why.waiting else "")
-    for reason in why.reasons:
-        command.stdout.write(f"- {reason.text}")
+
+
+def _show_archived(command, archived, options) -> None:
+    """An archived job, as `show_job` shows one in the table, marked archived."""
+    fields = output.fields_of(archived.job)
+    attempts = archived.attempts
+    if options["json"]:
+        found = {**fields, "attempts": [output.fields_of(a) for a in attempts]}
+        found |= {"archived": True, "archived_at": archived.archived_at}
+        command.stdout.write(output.dumps(found))
+        return
+    command.stdout.write(f"archived at {archived.archived_at.isoformat()} (jobs restore ID)")
+    _fields(command, fields)
+    _attempts(command, attempts)
 
 
 def stats(command, queue, options) -> None:

@@ -38,9 +38,7 @@ class Selection:
     @property
     def is_empty(self) -> bool:
         """No filter at all: every job."""
-        return not (
-            self.queue or self.statuses or self.tag or self.older_than or self.newer_than
-        )
+        return not (self.queue or self.statuses or self.tag or self.older_than or self.newer_than)
 
     def describe(self) -> str:
         parts = []

@@ -37,6 +37,7 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/retry/", actions.job_retry, name="job-retry"),
     path("jobs/<uuid:job_id>/cancel/", actions.job_cancel, name="job-cancel"),
     path("jobs/<uuid:job_id>/delete/", actions.job_delete, name="job-delete"),
+    path("jobs/<uuid:job_id>/restore/", actions.job_restore, name="job-restore"),
     path("recurring/<uuid:job_id>/run-now/", actions.run_now, name="recurring-run-now"),
     path(
         "recurring/<uuid:job_id>/enable/",

@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
 
+from queues.engine.callbacks import with_callbacks
 from queues.engine.outcomes import Plan, RecordedOutcome
 from queues.engine.tallies import Change, batch_fields, tally, workflow_fields
 from queues.enums import DependencyStatus, JobStatus
@@ -19,10 +20,10 @@ from queues.models import Batch, Job, Workflow
 from queues.store.base import Match, Store
 
 
-def record(store: Store, job: Job, plan: Plan, now: datetime) -> RecordedOutcome:
+def record(store: Store, job: Job, plan: Plan, now: datetime, sender=None) -> RecordedOutcome:
     """Once the fenced write of `plan` succeeded: `job` takes the written values, and the
     jobs around it react."""
-    return record_all(store, [(job, plan)], now)[0]
+    return record_all(store, [(job, plan)], now, sender=sender)[0]
 
 
 def record_all(
@@ -30,11 +31,12 @@ def record_all(
     written: Sequence[tuple[Job, Plan]],
     now: datetime,
     with_dependents: Collection[UUID] | None = None,
+    sender=None,
 ) -> list[RecordedOutcome]:
     """Once the fenced writes of a claim's plans succeeded (each job once): each job takes
     its written values, and the jobs around them react, as if recorded one by one in this
     order. `with_dependents` names those that have dependents when the fence told (None:
-    the store is asked)."""
+    the store is asked); `sender` is the queue's class (for the signals of callbacks)."""
     recorded: list[RecordedOutcome] = []
     changes: list[Change] = []
     for job, plan in written:
@@ -60,7 +62,7 @@ def record_all(
     for (job, _), answer in zip(written, recorded, strict=True):
         answer.unblocked = released.get(job.id, [])
         answer.cancelled = cancelled.get(job.id, [])
-    apply_tallies(store, changes, now)
+    apply_tallies(store, changes, now, sender)
     return recorded
 
 
@@ -180,7 +182,9 @@ def fail_all(
 
 
 # Tallies ------------------------------------------------------------------------------------
-def apply_tallies(store: Store, changes: Iterable[Change], now: datetime) -> None:
+def apply_tallies(store: Store, changes: Iterable[Change], now: datetime, sender=None) -> None:
+    """Write the tallies `changes` move, each group row locked and written once, with the
+    callbacks its new status calls for (`sender`: the queue's class, for their signal)."""
     batches, workflows = tally(changes)
     for model, deltas, fields_of in (
         (Batch, batches, batch_fields),
@@ -189,4 +193,6 @@ def apply_tallies(store: Store, changes: Iterable[Change], now: datetime) -> Non
         for group_id in sorted(deltas, key=str):
             row = store.lock_group(model, group_id)
             if row is not None:
-                store.update_group(model, group_id, fields_of(row, deltas[group_id], now))
+                fields = fields_of(row, deltas[group_id], now)
+                fields = with_callbacks(store, row, fields, now, sender)
+                store.update_group(model, group_id, fields)

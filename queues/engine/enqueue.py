@@ -12,9 +12,9 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
-from queues import signals
+from queues import signals, tracing
 from queues.clock import SystemClock
-from queues.engine import effects, unique
+from queues.engine import callbacks, effects, unique
 from queues.engine.core import QueuePart
 from queues.engine.tallies import Change, empty_group_fields
 from queues.engine.unique import EnqueueResult
@@ -44,7 +44,8 @@ class Enqueues(QueuePart):
         jobs = list(jobs)
         now = self.now()
         self._prepare(jobs, now)
-        duplicates = self._insert_atomic(lambda: self._insert(jobs, now), InvalidJob, "a job")
+        with tracing.enqueue_spans(jobs):
+            duplicates = self._insert_atomic(lambda: self._insert(jobs, now), InvalidJob, "a job")
         return [EnqueueResult(duplicates.get(j.id, j.id), j.id not in duplicates) for j in jobs]
 
     def enqueue_workflow(self, group: JobGroup) -> UUID:
@@ -64,10 +65,14 @@ class Enqueues(QueuePart):
             self.store.insert_group(row)
             duplicates = self._insert(group.jobs, now)
             if len(duplicates) == len(group.jobs):
-                # Every job was a duplicate: a group with nothing to do is done.
-                self.store.update_group(type(row), row.id, empty_group_fields(row, now))
+                # Every job was a duplicate: a group with nothing to do is done, and its
+                # callbacks due at once.
+                fields = empty_group_fields(row, now)
+                fields = callbacks.with_callbacks(self.store, row, fields, now, type(self))
+                self.store.update_group(type(row), row.id, fields)
 
-        self._insert_atomic(work, error, what)
+        with tracing.enqueue_spans(group.jobs):
+            self._insert_atomic(work, error, what)
         return row.id
 
     def _insert_atomic(self, work, error, what: str):
@@ -124,4 +129,4 @@ class Enqueues(QueuePart):
             for job in jobs
             if job.batch_id or job.workflow_id
         ]
-        effects.apply_tallies(self.store, changes, now)
+        effects.apply_tallies(self.store, changes, now, type(self))

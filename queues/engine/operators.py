@@ -151,7 +151,7 @@ class Operators(QueuePart):
         self.store.update_jobs(Match(ids=[job.id]), {**fields, **retaken})
         self._note_ended_run(job, fields, JobStatus.PENDING, now)
         change = (job.batch_id, job.workflow_id, job.status, JobStatus.PENDING)
-        effects.apply_tallies(self.store, [change], now)
+        effects.apply_tallies(self.store, [change], now, type(self))
         self._announce_operator(job, fields, JobStatus.PENDING, now)
 
     def _fail_one(self, job_id, status: JobStatus, reason: str, now: datetime) -> None:
@@ -163,7 +163,7 @@ class Operators(QueuePart):
         job.status = status
         _, more = effects.after_terminal_failure(self.store, job, now)
         changes = [(job.batch_id, job.workflow_id, old, status), *more]
-        effects.apply_tallies(self.store, changes, now)
+        effects.apply_tallies(self.store, changes, now, type(self))
         self._announce_operator(job, fields, status, now)
 
     def _note_ended_run(self, job: Job, fields: dict, status: str, now: datetime) -> None:
@@ -193,7 +193,7 @@ class Operators(QueuePart):
             store.update_each(rows)
         if attempts:
             store.insert_attempts(attempts)
-        effects.apply_tallies(store, changes, now)
+        effects.apply_tallies(store, changes, now, type(self))
         for job, fields in written:
             self._announce_operator(job, fields, status, now)
 

@@ -40,7 +40,7 @@ def record_outcomes(
     # at once, a batch row written once), in the order of `finished`.
     grouped.sort(key=lambda pair: pair[0])
     pairs = [(finished[i][0], plan) for i, plan in grouped]
-    answers = effects.record_all(queue.store, pairs, now, with_dependents)
+    answers = effects.record_all(queue.store, pairs, now, with_dependents, type(queue))
     for (i, _), answer in zip(grouped, answers, strict=True):
         results[i] = answer
     return results

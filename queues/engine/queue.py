@@ -16,6 +16,7 @@ from uuid import UUID
 
 from queues import signals
 from queues.clock import SYSTEM_CLOCK
+from queues.engine.archives import Archives
 from queues.engine.deletes import Deletes
 from queues.engine.enqueue import Enqueues
 from queues.engine.explain import Explanation, explain
@@ -40,7 +41,9 @@ from queues.validation import parse_job_id, validate_queue_name
 UNSURE_CLAIMS = 64
 
 
-class JobQueue(Enqueues, Runs, Limits, Operators, Deletes, RecurringRuns, DeclaredSchedules):
+class JobQueue(
+    Enqueues, Runs, Limits, Operators, Deletes, RecurringRuns, DeclaredSchedules, Archives
+):
     """The queue of one database alias: the claim, pauses and reads, and the parts it is
     composed of, to which it gives what `QueueCore` declares."""
 

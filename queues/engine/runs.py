@@ -267,7 +267,7 @@ class Runs(QueuePart):
         if row is not None:
             attempts.append(row)
         attempt, started_at = job.attempts, job.started_at  # before the plan's values
-        recorded = effects.record(self.store, job, plan, now)
+        recorded = effects.record(self.store, job, plan, now, type(self))
         signals.run_ended(
             self.store, type(self), job, outcome, plan.status, attempt, started_at, now
         )

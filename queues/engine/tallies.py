@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from uuid import UUID
 
+from queues.callbacks import COMPLETE, FAILURE, SUCCESS
 from queues.enums import (
     FAILURE_STATUSES,
     BatchStatus,
@@ -18,7 +19,7 @@ from queues.enums import (
     PartialFailureMode,
     WorkflowStatus,
 )
-from queues.models import Batch
+from queues.models import Batch, Workflow
 
 #: A job's move: (batch_id, workflow_id, old status or None for a new row, new status or None
 #: for a deleted row).
@@ -94,6 +95,30 @@ def workflow_fields(workflow, delta: list[int], now: datetime) -> dict:
         else None,
         "failed_at": (workflow.failed_at or now) if status == WorkflowStatus.FAILED else None,
     }
+
+
+#: The final statuses of batches and of workflows: (success, failure).
+_FINAL = {
+    Batch: ({BatchStatus.COMPLETED}, {BatchStatus.FAILED, BatchStatus.PARTIALLY_FAILED}),
+    Workflow: ({WorkflowStatus.COMPLETED}, {WorkflowStatus.FAILED, WorkflowStatus.CANCELLED}),
+}
+
+
+def callbacks_due(group, fields: dict) -> list[str]:
+    """The events whose callbacks `group` (a batch's or workflow's row) calls for once
+    `fields` are written: success in its Completed status, failure in its failed ones (a
+    fail-fast group's at its first failure), complete in either once no job is left to
+    finish. Each is enqueued once: the caller skips those already enqueued."""
+    success, failure = _FINAL[type(group)]
+    status = fields.get("status", group.status)
+    total, completed, failed = (
+        fields.get(name, getattr(group, name))
+        for name in ("total_jobs", "completed_jobs", "failed_jobs")
+    )
+    due = [SUCCESS] if status in success else [FAILURE] if status in failure else []
+    if due and completed + failed >= total:
+        due.append(COMPLETE)
+    return due
 
 
 def _category(status: str | None) -> int:

@@ -5,6 +5,7 @@ and the migrations import them (`queues.models.PortableIndex`). See docs/design/
 
 from __future__ import annotations
 
+from queues.models.archive import ArchivedJob
 from queues.models.counters import AttemptCount, CompletionCount, HourlyCount, JobCount
 from queues.models.fields import (
     MAX_QUEUE_NAME_LENGTH,
@@ -22,6 +23,7 @@ from queues.models.queues import QueueConfig, QueuePause
 __all__ = [
     "MAX_QUEUE_NAME_LENGTH",
     "MAX_TAG_LENGTH",
+    "ArchivedJob",
     "AttemptCount",
     "Batch",
     "BulkOperation",

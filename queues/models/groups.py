@@ -26,6 +26,10 @@ class TalliedGroup(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # The callbacks declared at enqueue ({event: the job to enqueue}, `queues.callbacks`),
+    # and those enqueued ({event: the callback job's id}): each once, under the row's lock.
+    callbacks = models.JSONField(default=dict, blank=True, editable=False)
+    callback_jobs = models.JSONField(default=dict, blank=True, editable=False)
 
     class Meta:
         abstract = True

@@ -94,8 +94,11 @@ class Job(models.Model):
     # The order within a priority level, higher first: a django.tasks task's own priority
     # (-100..100, whose level `priority` is derived from it), 0 for every other job. Django
     # promises that any larger priority runs sooner; the five levels alone would tie them.
-    # Last of the columns, as the catalogue's insert_jobs lists them.
     task_priority = models.SmallIntegerField(default=0, editable=False)
+    # The W3C trace context (traceparent, tracestate) of the span that enqueued the job, when
+    # OpenTelemetry tracing is on (queues/tracing.py): a run's span links to it. Last of the
+    # columns, as the catalogue's insert_jobs lists them.
+    trace_context = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-priority", "-task_priority", "scheduled_at", "id"]

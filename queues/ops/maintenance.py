@@ -11,6 +11,7 @@ from uuid import UUID
 
 from django.db.models import Q, QuerySet
 
+from queues import conf
 from queues.engine.outcomes import StaleJobRecovery, reaper_outcome
 from queues.enums import FAILURE_STATUSES, AttemptEnd, JobStatus
 from queues.models import Job
@@ -24,6 +25,11 @@ DEFAULT_PRUNE_AFTER = timedelta(days=7)
 #: A worker process row without a heartbeat for this long belongs to a dead process.
 DEFAULT_DEAD_WORKER_AFTER = timedelta(minutes=10)
 DEFAULT_PRUNE_BATCH = 1000
+#: At most this many jobs archived per pass: a backlog (the setting just turned on) drains
+#: over several passes, and the pass does not hold up the reaper that shares its thread.
+ARCHIVE_PER_PASS = 100_000
+#: `Pruner`'s archive settings when not given: the project's HAMMERWEB's.
+FROM_SETTINGS = object()
 #: The minutes the dashboard's throughput reads: its full minutes and the open one.
 THROUGHPUT_WINDOW = timedelta(minutes=SPARK_MINUTES + 1)
 
@@ -93,6 +99,8 @@ class PruneResult:
     #: History rows older than the cutoff whose job is kept (a recurring job's); the rows of
     #: the pruned jobs go with them.
     failed_attempts: int = 0
+    #: Jobs moved to the archive (HAMMERWEB["ARCHIVE_AFTER"]), before any is deleted.
+    archived: int = 0
 
 
 class Pruner:
@@ -102,7 +110,9 @@ class Pruner:
     `completions_kept`, which the triggers add every minute and nothing else removes.
     `batch_size` rows at a time, so that no statement locks or deletes an unbounded number
     of rows. The counters are the SQL store's alone (triggers keep them): on a `TestQueue`
-    their counts stay 0."""
+    their counts stay 0. With `archive_after` (default: HAMMERWEB["ARCHIVE_AFTER"]) it first
+    moves the jobs that finished longer ago than that to the archive (`archive_jobs`),
+    `archive_batch` a transaction, `ARCHIVE_PER_PASS` at most a pass."""
 
     def __init__(
         self,
@@ -112,9 +122,25 @@ class Pruner:
         batch_size: int = DEFAULT_PRUNE_BATCH,
         dead_worker_after: timedelta = DEFAULT_DEAD_WORKER_AFTER,
         completions_kept: timedelta = completions.KEPT,
+        archive_after: timedelta | None = FROM_SETTINGS,  # type: ignore[assignment]
+        archive_batch: int = FROM_SETTINGS,  # type: ignore[assignment]
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError("batch_size must be a whole number above 0")
+        if archive_after is FROM_SETTINGS:
+            archive_after = conf.get("ARCHIVE_AFTER")
+        if archive_batch is FROM_SETTINGS:
+            archive_batch = conf.get("ARCHIVE_BATCH")
+        if (
+            isinstance(archive_batch, bool)
+            or not isinstance(archive_batch, int)
+            or archive_batch < 1
+        ):
+            raise ValueError("archive_batch must be a whole number above 0")
+        self.archive_after = (
+            None if archive_after is None else _positive(archive_after, "archive_after")
+        )
+        self.archive_batch = archive_batch
         self.queue = queue
         self.older_than = None if older_than is None else _positive(older_than, "older_than")
         self.interval = _positive(interval, "interval")
@@ -135,6 +161,12 @@ class Pruner:
             completion_counts=self._prune("completion_counts", minute),
             attempt_counts=self._prune("attempt_counts", minute),
         )
+        if self.archive_after is not None:
+            # First: what the archive keeps is not the pruner's to delete (unless older_than
+            # is the shorter).
+            result.archived = self.queue.archive_jobs(
+                self.archive_after, limit=ARCHIVE_PER_PASS, batch_size=self.archive_batch
+            )
         if self.older_than is not None:
             cutoff = now - self.older_than
             old = FinishedBefore(cutoff)

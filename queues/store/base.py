@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from queues.models import (
+    ArchivedJob,
     BulkOperation,
     FailedAttempt,
     Job,
@@ -225,6 +226,26 @@ class Store(Protocol):
     def finished_groups(self, cutoff: datetime) -> list[Group]:
         """The batches and workflows that finished before `cutoff` and whose jobs all
         finished (`queues.store.finished`): what a purge deletes whole. One read, no lock."""
+
+    # The archive (`queues.store.archived`: its rule and its rows) -------------------------
+    def archive_selected(self, selection: Selection, limit: int, now: datetime) -> list[UUID]:
+        """Move up to `limit` of the jobs `selection` (an `Archivable`) holds to the archive,
+        archived `now`, with their history and their dependents' ids, and delete them with
+        their edges, history and tags; their ids (fewer than `limit`: no more were free).
+        Rows another archiver holds are skipped, not waited for."""
+
+    def restore_archived(self, ids: Collection[UUID]) -> list[UUID]:
+        """Put those of `ids` that are archived back in the jobs table as they were (their
+        history, tags and the edges to jobs still there; a group or unique slot gone
+        meanwhile left off), counted as jobs again but not as new completions or failures;
+        their ids. An id archived but in the jobs table too is left."""
+
+    def get_archived(self, job_id: UUID) -> ArchivedJob | None:
+        """The job's archive row, or None (one read, no lock)."""
+
+    def vacuum_jobs(self) -> None:
+        """Reclaim the space of many deleted jobs where the database needs telling
+        (PostgreSQL: VACUUM ANALYZE of the jobs table); outside a transaction."""
 
     # Pauses -------------------------------------------------------------------------------
     def pause(self, row: QueuePause) -> None:

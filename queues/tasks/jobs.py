@@ -49,3 +49,18 @@ def task_payload(task: Task, args: list, kwargs: dict) -> dict:
         "args": args,
         "kwargs": kwargs,
     }
+
+
+def task_job_fields(task: Task, args: list, kwargs: dict) -> dict:
+    """The fields of a job that runs `task` with `args` and `kwargs` (its queue, payload,
+    priorities, and a `HammerwebTask`'s tags and meta), as the tasks backend enqueues it
+    and as a batch's or workflow's callback is built. Its unique key and `run_after` are
+    the backend's own."""
+    fields = {
+        "queue_name": task.queue_name,
+        "payload": task_payload(task, args, kwargs),
+        **task_priorities(task.priority),
+    }
+    if hasattr(task, "tags"):  # a HammerwebTask (`tasks_backend`, which imports this module)
+        fields.update(tags=task.tags, meta=task.meta)
+    return fields

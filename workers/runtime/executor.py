@@ -5,6 +5,7 @@ when the database went away under the handler)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import threading
@@ -77,6 +78,8 @@ class Execution(NamedTuple):
     outcome: JobOutcome | Interrupted
     #: The thread of a sync handler that ran past its timeout and is still running.
     straggler: threading.Thread | None = None
+    #: What the handler raised, for its run's span (queues.tracing).
+    error: BaseException | None = None
 
 
 class EventLoop:
@@ -197,10 +200,13 @@ def _call_in_thread(handler, job: Job, timeout: float) -> Any:
     slots.py); its outcome is then discarded by the run's fencing, and the thread closes
     its connections when it ends."""
     future: Future = Future()
+    # The caller's context, so that the handler's spans nest under its run's (as they do
+    # when it runs in the caller's thread).
+    context = contextvars.copy_context()
 
     def target():
         try:
-            future.set_result(_call(handler, job))
+            future.set_result(context.run(_call, handler, job))
         except BaseException as exc:
             future.set_exception(exc)
         finally:
@@ -245,7 +251,7 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
             exc,
             extra={"job_id": str(job.id), "queue": job.queue_name, "attempt": job.attempts},
         )
-        return Execution(failure(exc))
+        return Execution(failure(exc), error=exc)
     return Execution(JobOutcome.completed(value))
 
 

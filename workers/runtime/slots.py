@@ -9,6 +9,7 @@ import logging
 import threading
 import time
 
+from queues import tracing
 from queues.api import STARTED, InvalidJob, Job, JobOutcome
 from queues.engine.outcomes import check_outcome
 from queues.enums import HandlerEnd
@@ -165,7 +166,17 @@ class Slot:
         self.state.done([job])
 
     def _process(self, job: Job) -> Execution:
-        """Run `job` (started already); how it went."""
+        """Run `job` (started already), within its span if it is traced; how it went."""
+        if not tracing.runs_traced():
+            return self._execute(job)
+        with tracing.run_span(job) as span:
+            execution = self._execute(job)
+            if span is not None:
+                outcome = execution.outcome
+                span.end(_outcome_name(job, outcome), execution.error, outcome.error)
+        return execution
+
+    def _execute(self, job: Job) -> Execution:
         timeout = job.timeout or self.worker.default_timeout
         began = time.monotonic()
         execution = execute(self.worker.handler, job, timeout, self.loop)
@@ -211,3 +222,16 @@ class Slot:
             return True
         self.on_runaway(job, thread)
         return False
+
+
+def _outcome_name(job: Job, outcome) -> str:
+    """How a run ended, for its span: completed, failed, retried, timed_out, cancelled, or
+    interrupted (the database went away: the attempt is given back)."""
+    if job.cancel_requested():
+        return "cancelled"  # taken from this worker while it ran: its outcome is discarded
+    if isinstance(outcome, Interrupted):
+        return "interrupted"
+    kind = outcome.kind
+    if kind == "retry" or (kind in ("failed", "timed_out") and job.attempts < job.max_attempts):
+        return "retried"  # as the outcome's write will have it (queues.engine.outcomes)
+    return kind

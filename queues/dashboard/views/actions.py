@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
@@ -112,6 +113,16 @@ def _job_action(verb: str):
 job_retry = _job_action("retry")
 job_cancel = _job_action("cancel")
 job_delete = _job_action("delete")
+
+
+@action("queues.change_job")
+def job_restore(request, queue, job_id):
+    """Put an archived job back in the jobs table as it was, then show its (live) page."""
+    if not queue.restore([job_id]):
+        raise Http404("No archived job with this id")
+    messages.success(request, f"Job {job_id} restored from the archive.")
+    url = reverse("dashboard:job", args=[job_id])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @action()

@@ -18,6 +18,7 @@ from queues.dashboard.views.actions import JOB_ACTIONS
 from queues.enums import PRIORITY_CHOICES, JobStatus
 from queues.models import BulkOperation
 from queues.ops import bulk
+from queues.reads.archived_search import archived_matches
 from queues.reads.search import SearchFilter
 from queues.reads.search_page import count_matches, search_jobs
 
@@ -34,6 +35,7 @@ def jobs(request):
     return "hammerweb/jobs.html", {
         "filter": flt,
         "page": search_jobs(flt, request.GET.get("after", "")),
+        "archived": archived_matches(flt) if not request.GET.get("after") else [],
         "statuses": JobStatus.values,
         "priorities": PRIORITY_CHOICES,
         "bulk_actions": can_bulk(request.user),

@@ -8,9 +8,11 @@ from uuid import UUID
 
 from django.shortcuts import get_object_or_404
 
+from queues.callbacks import EVENTS
 from queues.dashboard import graph
 from queues.dashboard.views.access import page
 from queues.models import Batch, Job, Workflow
+from queues.tasks.jobs import TASK_KEY
 
 LIST_LIMIT = 50
 JOBS_LIMIT = 200
@@ -53,4 +55,38 @@ def _group_context(group, kind: str, jobs) -> dict:
         "mode": group.failure_mode if kind == "batch" else group.failure_policy,
         "jobs": jobs.order_by("created_at", "id").defer("payload", "result")[:JOBS_LIMIT],
         "jobs_limit": JOBS_LIMIT,
+        "callbacks": _callbacks(group),
     }
+
+
+def _callbacks(group) -> list[dict]:
+    """The group's declared callbacks in event order: what each runs, and its job once
+    enqueued (None if not yet; `gone` if since deleted)."""
+    declared = group.callbacks if isinstance(group.callbacks, dict) else {}
+    enqueued = group.callback_jobs if isinstance(group.callback_jobs, dict) else {}
+    ids = [job_id for job_id in map(_uuid, enqueued.values()) if job_id is not None]
+    jobs = Job.objects.using(group._state.db).filter(id__in=ids).only("id", "status")
+    found = {str(job.id): job for job in jobs}
+    rows = []
+    for event in EVENTS:
+        spec = declared.get(event)
+        if not isinstance(spec, dict):
+            continue
+        payload = spec.get("payload") if isinstance(spec.get("payload"), dict) else {}
+        task = payload.get(TASK_KEY) if isinstance(payload.get(TASK_KEY), dict) else None
+        job_id = enqueued.get(event)
+        rows.append({
+            "event": event,
+            "queue": spec.get("queue_name"),
+            "task": task.get("path") if task else None,
+            "job": found.get(str(job_id)) if job_id else None,
+            "gone": job_id if job_id and str(job_id) not in found else None,
+        })  # fmt: skip
+    return rows
+
+
+def _uuid(value) -> UUID | None:
+    try:
+        return UUID(str(value))
+    except ValueError:
+        return None

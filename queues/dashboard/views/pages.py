@@ -7,7 +7,6 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from queues.dashboard.views import bulk
@@ -16,7 +15,7 @@ from queues.engine import recurring, transitions, unique
 from queues.engine.queue import JobQueue
 from queues.enums import PRIORITY_CHOICES, JobStatus
 from queues.exceptions import InvalidQueueName
-from queues.models import Job, JobDependency, QueuePause
+from queues.models import Batch, Job, JobDependency, QueuePause, Workflow
 from queues.reads import stats
 from queues.reads.listing import JobFilter, list_jobs
 from queues.reads.timeline import Timeline
@@ -67,7 +66,9 @@ def queue_detail(request, name: str):
 
 @page(live=("job-live", "job-attempts"))
 def job_detail(request, job_id):
-    job = get_object_or_404(Job.objects.select_related("batch", "workflow"), id=job_id)
+    job = Job.objects.select_related("batch", "workflow").filter(id=job_id).first()
+    if job is None:
+        return _archived_detail(job_id)
     parents = (
         JobDependency.objects.filter(job_id=job.id)
         .select_related("parent")
@@ -94,6 +95,25 @@ def job_detail(request, job_id):
         # Why it waits: a handful of indexed reads, for a Pending job only.
         "explanation": JobQueue().explain(job.id) if job.status == JobStatus.PENDING else None,
         "now": now,
+    }
+
+
+def _archived_detail(job_id):
+    """The page of a job in the archive, read-only but for its Restore button; 404 if the
+    archive has no such job either."""
+    archived = JobQueue().get_archived_job(job_id)
+    if archived is None:
+        raise Http404("No such job")
+    job = archived.job
+    return "hammerweb/archived_job.html", {
+        "job": job,
+        "archived_at": archived.archived_at,
+        "attempts": archived.attempts[::-1],  # newest first, as the live page lists them
+        "batch": Batch.objects.filter(id=job.batch_id).first() if job.batch_id else None,
+        "workflow": Workflow.objects.filter(id=job.workflow_id).first()
+        if job.workflow_id
+        else None,
+        "now": timezone.now(),
     }
 
 

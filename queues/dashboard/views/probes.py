@@ -20,8 +20,7 @@ def metrics(request):
     if not token_allows(request.headers.get("authorization")):
         user = request.user
         if not user.is_authenticated or "authorization" in request.headers:
-            response = HttpResponse("Credentials needed.\n", status=401,
-                                    content_type="text/plain")
+            response = HttpResponse("Credentials needed.\n", status=401, content_type="text/plain")
             response["WWW-Authenticate"] = 'Bearer realm="hammerweb metrics"'
             return response
         if not (user.is_active and user.is_staff):

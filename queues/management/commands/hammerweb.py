@@ -49,19 +49,36 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
         health = actions.add_parser(
-            "health", help="exit 0 if healthy, 1 if a threshold is crossed, 3 if the "
+            "health",
+            help="exit 0 if healthy, 1 if a threshold is crossed, 3 if the "
             "database does not answer",
         )
-        health.add_argument("--queue", action="append", type=queue_name_argument, dest="queues",
-                            metavar="QUEUE", help="check this queue (repeat; default: every "
-                            "queue with jobs)")
-        health.add_argument("--max-backlog", type=_count, metavar="N",
-                            help="unhealthy when a queue has more than N pending jobs")
-        health.add_argument("--max-due-age", type=_seconds, metavar="SECONDS",
-                            help="unhealthy when a queue's oldest due job has waited longer")
-        health.add_argument("--require-worker", action="store_true",
-                            help="unhealthy when a queue (with --queue: each one named; "
-                            "otherwise each with pending jobs) has no live worker process")
+        health.add_argument(
+            "--queue",
+            action="append",
+            type=queue_name_argument,
+            dest="queues",
+            metavar="QUEUE",
+            help="check this queue (repeat; default: every queue with jobs)",
+        )
+        health.add_argument(
+            "--max-backlog",
+            type=_count,
+            metavar="N",
+            help="unhealthy when a queue has more than N pending jobs",
+        )
+        health.add_argument(
+            "--max-due-age",
+            type=_seconds,
+            metavar="SECONDS",
+            help="unhealthy when a queue's oldest due job has waited longer",
+        )
+        health.add_argument(
+            "--require-worker",
+            action="store_true",
+            help="unhealthy when a queue (with --queue: each one named; "
+            "otherwise each with pending jobs) has no live worker process",
+        )
         health.add_argument("--database", default="default", help="database alias")
 
     def handle(self, *args, **options):

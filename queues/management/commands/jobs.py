@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from queues.cli import actions, errors, purge, reads
+from queues.cli import actions, archive, errors, purge, reads
 from queues.engine.queue import JobQueue
 from queues.exceptions import QueueError
 
@@ -19,6 +19,8 @@ RUN = {
     "cancel": actions.act,
     "delete": actions.act,
     "purge": purge.purge,
+    "archive": archive.archive,
+    "restore": archive.restore,
     "pause": actions.pause,
     "resume": actions.resume,
 }
@@ -73,6 +75,28 @@ class Command(BaseCommand):
         _filters(purging, age=False)
         purging.add_argument("--batch-size", type=int, help="ids per transaction (1000)")
         _confirmed(purging)
+
+        archiving = sub.add_parser(
+            "archive", help="move jobs that finished long enough ago to the archive"
+        )
+        archiving.add_argument(
+            "--older-than",
+            metavar="DURATION",
+            help='finished longer ago (30d, 12h; default HAMMERWEB["ARCHIVE_AFTER"])',
+        )
+        archiving.add_argument("--queue", help="only this queue's jobs")
+        archiving.add_argument("--limit", type=int, help="at most this many jobs")
+        archiving.add_argument("--batch-size", type=int, help="jobs per transaction (1000)")
+        archiving.add_argument(
+            "--vacuum",
+            action="store_true",
+            help="then let PostgreSQL reclaim the deleted rows (VACUUM ANALYZE the jobs table)",
+        )
+        archiving.add_argument(
+            "--dry-run", action="store_true", help="count what it would archive; no change"
+        )
+        restoring = sub.add_parser("restore", help="put archived jobs back as they were")
+        restoring.add_argument("ids", nargs="+", metavar="ID")
 
         pause = sub.add_parser("pause", help="stop workers claiming a queue's jobs")
         pause.add_argument("queue")

@@ -318,7 +318,8 @@ INSERT INTO queues_job (
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
-    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority,
+    trace_context
 )
 SELECT r.* FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
     c0 LONGTEXT PATH '$[0]', c1 LONGTEXT PATH '$[1]', c2 LONGTEXT PATH '$[2]',
@@ -333,5 +334,9 @@ SELECT r.* FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
     c27 LONGTEXT PATH '$[27]', c28 LONGTEXT PATH '$[28]', c29 LONGTEXT PATH '$[29]',
     c30 LONGTEXT PATH '$[30]', c31 LONGTEXT PATH '$[31]', c32 LONGTEXT PATH '$[32]',
     c33 LONGTEXT PATH '$[33]', c34 LONGTEXT PATH '$[34]', c35 LONGTEXT PATH '$[35]',
-    c36 LONGTEXT PATH '$[36]'
+    c36 LONGTEXT PATH '$[36]', c37 LONGTEXT PATH '$[37]'
 )) AS r
+
+-- name: vacuum_jobs
+-- Nothing: InnoDB's purge thread frees the deleted rows itself, and OPTIMIZE TABLE would
+-- rebuild (and lock) the whole jobs table.

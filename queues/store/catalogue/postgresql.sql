@@ -473,7 +473,8 @@ INSERT INTO queues_job (
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
-    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority,
+    trace_context
 )
 SELECT (r->>0)::uuid, r->>1, (r->>2)::jsonb, r->>3, (r->>4)::smallint, (r->>5)::integer,
     (r->>6)::integer, (r->>7)::timestamptz, (r->>8)::timestamptz, (r->>9)::timestamptz,
@@ -482,5 +483,13 @@ SELECT (r->>0)::uuid, r->>1, (r->>2)::jsonb, r->>3, (r->>4)::smallint, (r->>5)::
     r->>18, (r->>19)::timestamptz, (r->>20)::integer::boolean, (r->>21)::uuid, (r->>22)::uuid,
     (r->>23)::jsonb, r->>24, (r->>25)::uuid, (r->>26)::timestamptz, (r->>27)::timestamptz,
     (r->>28)::uuid, r->>29, (r->>30)::jsonb, r->>31, r->>32, (r->>33)::timestamptz,
-    (r->>34)::jsonb, (r->>35)::jsonb, (r->>36)::smallint
+    (r->>34)::jsonb, (r->>35)::jsonb, (r->>36)::smallint, (r->>37)::jsonb
 FROM jsonb_array_elements(%(rows)s::jsonb) AS r
+
+-- name: vacuum_jobs
+-- After an archive run that moved many jobs (queues/ops/archiving.py): the deleted row
+-- versions are dead tuples that every scan of the table and its indexes still walks until a
+-- VACUUM marks them free. Autovacuum comes in time on a steady trickle; a run of a million
+-- rows is worth one at once. Not in a transaction (VACUUM refuses one); ANALYZE refreshes
+-- the planner's statistics, which the mass delete made wrong.
+VACUUM (ANALYZE) queues_job

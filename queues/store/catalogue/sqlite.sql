@@ -296,7 +296,8 @@ INSERT INTO queues_job (
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
-    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority
+    unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority,
+    trace_context
 )
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
     json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
@@ -310,5 +311,8 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
     json_extract(value, '$[27]'), json_extract(value, '$[28]'), json_extract(value, '$[29]'),
     json_extract(value, '$[30]'), json_extract(value, '$[31]'), json_extract(value, '$[32]'),
     json_extract(value, '$[33]'), json_extract(value, '$[34]'), json_extract(value, '$[35]'),
-    json_extract(value, '$[36]')
+    json_extract(value, '$[36]'), json_extract(value, '$[37]')
 FROM json_each(%(rows)s)
+
+-- name: vacuum_jobs
+-- Nothing: SQLite reuses the freed pages, and VACUUM would rewrite the whole database file.

@@ -12,6 +12,7 @@ from uuid import UUID
 from queues.enums import BatchStatus, DependencyStatus, JobStatus, PartialFailureMode
 from queues.models import Job, QueueConfig
 from queues.store.match import ClaimParams, claim_key
+from queues.store.memory.archive import MemoryArchive
 from queues.store.memory.rows import MemoryRows
 from queues.store.memory.tables import MemoryTables, copied, serialised
 from queues.store.memory.upkeep import MemoryUpkeep
@@ -22,7 +23,7 @@ _UNRUN = dict.fromkeys(("started_at", "last_heartbeat_at", "lease_expires_at", "
 
 
 @serialised
-class MemoryStore(MemoryRows, MemoryUpkeep, MemoryTables):
+class MemoryStore(MemoryRows, MemoryUpkeep, MemoryArchive, MemoryTables):
     claim_is_one_statement = True  # every transaction is a lock held: no round trips to save
 
     # Claims -----------------------------------------------------------------------------

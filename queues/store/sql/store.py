@@ -18,6 +18,7 @@ from django.db import DatabaseError, connections, transaction
 from queues.models import FailedAttempt, Job, JobDependency
 from queues.store.catalogue import queries_for, statements
 from queues.store.sql import session
+from queues.store.sql.archive import SqlArchive
 from queues.store.sql.orm import SqlRows
 from queues.store.sql.rows import RowReader
 from queues.store.sql.runs import SqlRuns
@@ -80,7 +81,7 @@ def _as_json(value):
 _COLUMN_ADAPTERS = [_column_adapter(field) for field in Job._meta.concrete_fields]
 
 
-class SqlStore(SqlRuns, SqlRows, SqlUpkeep):
+class SqlStore(SqlRuns, SqlRows, SqlUpkeep, SqlArchive):
     vendor = ""
     claim_is_one_statement = False
 

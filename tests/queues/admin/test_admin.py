@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from queues.api import Job, JobStatus
 from queues.models import (
+    ArchivedJob,
     Batch,
     CompletionCount,
     JobCount,
@@ -55,6 +56,7 @@ def test_every_model_is_registered():
         QueuePause,
         ReaperRun,
         WorkerProcess,
+        ArchivedJob,
     ):
         assert admin.site.is_registered(model), model
 

@@ -45,6 +45,7 @@ def test_the_parts_are_the_ones_named():
         "Deletes",
         "RecurringRuns",
         "DeclaredSchedules",
+        "Archives",
     }
 
 
