@@ -4,10 +4,10 @@ SDK or with HAMMERWEB["TRACING"] off. On the database and in memory (TestQueue).
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from opentelemetry import context as otel_context
@@ -130,7 +130,8 @@ def test_a_django_task_enqueue_and_its_async_twin_are_traced(spans, twin):
         if twin == "enqueue":
             result = calculate_meaning_of_life.enqueue()
         else:
-            result = asyncio.run(calculate_meaning_of_life.aenqueue())
+            # async_to_sync: the ORM runs in this thread, whose connection closes below.
+            result = async_to_sync(calculate_meaning_of_life.aenqueue)()
     connection.close()
 
     [span] = spans.of_job("enqueue", result.id)
