@@ -37,6 +37,37 @@ class HeldJob:
         return self.recent() and self.job.batch_id is None
 
 
+class Latch:
+    """A one-shot event for one writer and its waiting slot: a lock taken at birth and
+    released by `set`. `threading.Event` builds a `Condition` per instance and wakes its
+    waiter through it; a request a job made that the worker's largest hand-off cost."""
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._set = False
+
+    def set(self) -> None:
+        """Let the waiters go; again is nothing (set by one thread: the writer)."""
+        if not self._set:
+            self._set = True
+            self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether it was set, waiting up to `timeout` seconds (None: for ever)."""
+        if self._set:
+            return True
+        if self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            self._lock.release()  # for the next waiter
+            return True
+        return self._set
+
+
 #: The most held jobs one slot takes with one check, while jobs are short (`_take_more`).
 MAX_SHARE = 8
 
@@ -54,7 +85,7 @@ class Request:
     check: Job | None = None
     #: More held jobs checked with it, that the slot runs after it while jobs are short.
     more: tuple[Job, ...] = ()
-    written: threading.Event = field(default_factory=threading.Event)
+    written: Latch = field(default_factory=Latch)
     answer: str | None = None  # what the start did (None: the database was gone)
     startable: set = field(default_factory=set)  # the ids the check let start
     asked_at: float = field(default_factory=time.monotonic)
