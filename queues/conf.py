@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -73,6 +74,15 @@ OPTIONS: dict[str, Option] = {
         "timezone, priority, max_attempts, timeout}}, synchronised when runworker starts "
         "(docs: Schedules)",
     ),
+    "TRACE_URL": Option(
+        None,
+        str,
+        "a link from a job's page to its trace in your tracing backend, {trace_id} standing "
+        "for the trace's id, e.g. 'https://jaeger.example/trace/{trace_id}'; None: the page "
+        "shows the trace id without a link (docs: Tracing with OpenTelemetry)",
+        refuse=lambda value: not is_trace_url(value),
+        why="an http:// or https:// URL holding {trace_id}",
+    ),
     "TRACING": Option(
         True,
         bool,
@@ -118,6 +128,18 @@ def problems() -> list[str]:
         elif value is not None and option.refuse is not None and option.refuse(value):
             found.append(f"{SETTING}[{name!r}] must be {option.why}, not {value!r}")
     return found
+
+
+def is_trace_url(value: str) -> bool:
+    """Whether `value` is a `TRACE_URL`: an http or https URL with a host (never javascript:
+    or data:, which a link would run), without spaces, that holds `{trace_id}`."""
+    if "{trace_id}" not in value or not all(c.isprintable() and not c.isspace() for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
 
 
 def _is_kind(value: object, kind: type) -> bool:

@@ -2,10 +2,12 @@
 `HAMMERWEB["TRACING"]` is on: each enqueued job is a PRODUCER span whose W3C context rides
 the job's insert (`Job.trace_context`), each run a CONSUMER span linked to it. The API is
 imported at first use, never when absent or off; with no SDK no span is made (a context
-current at enqueue is still stored). See docs/howto/tracing.md."""
+current at enqueue is still stored). `trace_id` reads a stored context's trace id, for the
+job's page and `jobs show`. See docs/howto/tracing.md."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,8 +26,24 @@ PRIORITY = "hammerweb.job.priority"
 ATTEMPT = "hammerweb.job.attempt"
 OUTCOME = "hammerweb.job.outcome"
 
+#: W3C Trace Context's traceparent: version, trace id, parent id, flags (more after, from
+#: versions to come), as OpenTelemetry's propagator reads it.
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?")
+
 _api: SimpleNamespace | bool | None = None  # None: not looked for yet; False: absent
 _on: bool | None = None  # whether tracing is on; None: to be read again from the settings
+
+
+def trace_id(carrier: object) -> str | None:
+    """The trace id (32 hex digits) of a stored context (`Job.trace_context`), read without
+    OpenTelemetry; None without one, or for one malformed (the column is anyone's JSON)."""
+    value = carrier.get("traceparent") if isinstance(carrier, dict) else None
+    found = _TRACEPARENT.fullmatch(value.strip()) if isinstance(value, str) else None
+    if found is None:
+        return None
+    version, trace, parent, rest = found.groups()
+    invalid = version == "ff" or (version == "00" and rest) or set(trace) == {"0"}
+    return None if invalid or set(parent) == {"0"} else trace
 
 
 def _load() -> SimpleNamespace | None:

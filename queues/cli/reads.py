@@ -9,6 +9,7 @@ from dataclasses import asdict
 
 from django.core.management.base import CommandError
 
+from queues import tracing
 from queues.cli import output, parsing
 from queues.cli.selection import Selection
 from queues.enums import JobStatus
@@ -53,6 +54,7 @@ def show_job(command, queue, options) -> None:
         command.stdout.write(output.dumps(found))
         return
     _fields(command, output.fields_of(job))
+    _trace(command, job)
     _attempts(command, attempts)
     command.stdout.write("\nwhy it waits:" if why.waiting else "")
     for reason in why.reasons:
@@ -63,6 +65,13 @@ def _fields(command, fields: dict) -> None:
     width = max(len(name) for name in fields)
     for name, value in fields.items():
         command.stdout.write(f"{name.ljust(width)}  {'-' if value is None else value}")
+
+
+def _trace(command, job) -> None:
+    """The trace id of the job's enqueue, to look it up in the tracing backend."""
+    found = tracing.trace_id(job.trace_context)
+    if found is not None:
+        command.stdout.write(f"trace: {found}")
 
 
 def _attempts(command, attempts) -> None:
@@ -84,6 +93,7 @@ def _show_archived(command, archived, options) -> None:
         return
     command.stdout.write(f"archived at {archived.archived_at.isoformat()} (jobs restore ID)")
     _fields(command, fields)
+    _trace(command, archived.job)
     _attempts(command, attempts)
 
 

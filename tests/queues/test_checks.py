@@ -42,6 +42,36 @@ def test_hammerweb_settings_are_validated(settings):
     assert queue_checks.check_settings() == []
 
 
+def test_a_trace_url_is_an_http_url_holding_the_trace_id(settings):
+    for url in (
+        "https://jaeger.example/trace/{trace_id}",
+        "http://jaeger:16686/trace/{trace_id}",
+        "https://grafana.example/explore?trace={trace_id}&orgId=1",
+        None,
+    ):
+        settings.HAMMERWEB = {"TRACE_URL": url}
+        assert queue_checks.check_settings() == [], url
+    for url in (
+        "javascript:alert(1)//{trace_id}",
+        "data:text/html,{trace_id}",
+        "ftp://files.example/{trace_id}",
+        "https://jaeger.example/trace/",  # the same link for every job
+        "https:///{trace_id}",
+        "https://jaeger.example/trace/ {trace_id}",
+        " https://jaeger.example/{trace_id}",
+        "http://[::1/{trace_id}",
+    ):
+        settings.HAMMERWEB = {"TRACE_URL": url}
+        (error,) = queue_checks.check_settings()
+        assert error.id == "queues.E001"
+        assert error.msg == (
+            "HAMMERWEB['TRACE_URL'] must be an http:// or https:// URL holding {trace_id}, "
+            f"not {url!r}"
+        )
+    settings.HAMMERWEB = {"TRACE_URL": b"https://jaeger.example/{trace_id}"}
+    assert "must be a str" in queue_checks.check_settings()[0].msg
+
+
 def test_the_htmx_middleware_is_required(settings):
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if "htmx" not in m]
     (error,) = queue_checks.check_dashboard()
@@ -107,7 +137,11 @@ def test_a_tasks_backend_no_worker_can_run_is_refused(settings):
     }
     errors = task_backends["jobs"].check()
     assert ids(errors) == [
-        "queues.E021", "queues.E021", "queues.E022", "queues.E023", "queues.E024"
+        "queues.E021",
+        "queues.E021",
+        "queues.E022",
+        "queues.E023",
+        "queues.E024",
     ]
     assert any("'RETRIES'" in e.msg for e in errors)
     settings.TASKS = {"jobs": {"BACKEND": HAMMERWEB, "QUEUES": ["emails"]}}

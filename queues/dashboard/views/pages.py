@@ -9,6 +9,7 @@ from uuid import UUID
 from django.http import Http404
 from django.utils import timezone
 
+from queues import conf, tracing
 from queues.dashboard.views import bulk
 from queues.dashboard.views.access import page
 from queues.engine import recurring, transitions, unique
@@ -94,6 +95,7 @@ def job_detail(request, job_id):
         "run_now_of": _run_now_of(job),
         # Why it waits: a handful of indexed reads, for a Pending job only.
         "explanation": JobQueue().explain(job.id) if job.status == JobStatus.PENDING else None,
+        "trace": _trace(job),
         "now": now,
     }
 
@@ -113,8 +115,22 @@ def _archived_detail(job_id):
         "workflow": Workflow.objects.filter(id=job.workflow_id).first()
         if job.workflow_id
         else None,
+        "trace": _trace(job),
         "now": timezone.now(),
     }
+
+
+def _trace(job) -> dict | None:
+    """The trace id of the job's enqueue, and its link when `HAMMERWEB["TRACE_URL"]` says how:
+    checked again here, so that a URL the checks would refuse (they can be skipped) is no
+    link (a javascript: one would run)."""
+    found = tracing.trace_id(job.trace_context)
+    if found is None:
+        return None
+    url = conf.get("TRACE_URL")
+    if not (isinstance(url, str) and conf.is_trace_url(url)):
+        return {"id": found, "url": None}
+    return {"id": found, "url": url.replace("{trace_id}", found)}
 
 
 def _run_now_of(job) -> str | None:

@@ -4,14 +4,18 @@ CommandError that changes nothing."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from uuid import uuid4
 
 import pytest
 from django.core.management import CommandError
+from django.test import override_settings
 
 from queues.api import Job, JobOutcome, JobQueue, JobStatus
+from queues.models import Job as Row
 from tests.conftest import unique_queue
 from tests.queues.support.jobs_helpers import finished, jobs, queue_days_ago, snapshot
+from tests.queues.support.spans import recording
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +54,28 @@ def test_show_prints_every_field_and_the_failed_attempts():
     assert [(a["attempt"], a["error"]) for a in shown["attempts"]] == [(1, "first try")]
     text = jobs("show", str(job_id))[0]
     assert "failed attempts: 1" in text and "first try" in text
+
+
+@pytest.fixture
+def spans(monkeypatch):
+    yield from recording(monkeypatch)
+
+
+def test_show_prints_the_trace_id_of_the_enqueue_live_and_archived(spans):
+    name = unique_queue("cli_trace")
+    with spans.tracer.start_as_current_span("checkout") as request:
+        (job_id,) = finished(queue_days_ago(10), name, 1)
+    trace_id = format(request.get_span_context().trace_id, "032x")
+    with override_settings(HAMMERWEB={"TRACING": False}):
+        untraced = JobQueue().enqueue(Job(queue_name=name))
+    assert f"\ntrace: {trace_id}\n" in jobs("show", str(job_id))[0]
+    assert "trace:" not in jobs("show", str(untraced))[0]
+    assert JobQueue().archive_jobs(timedelta(days=7), queue_name=name) == 1
+    shown = jobs("show", str(job_id))[0]
+    assert shown.startswith("archived at ") and f"\ntrace: {trace_id}\n" in shown
+    # A malformed context is no error, and no trace line.
+    Row.objects.filter(id=untraced).update(trace_context={"traceparent": "00-<b>-x-01"})
+    assert "trace:" not in jobs("show", str(untraced))[0]
 
 
 def test_stats_counts_each_queue_by_status_and_shows_pauses():
