@@ -154,3 +154,22 @@ def test_the_history_is_read_only_when_its_region_is_drawn(engine, qname, viewer
     with CaptureQueriesContext(connection) as captured:
         viewer_client.get(url, headers=poll("job-live"))
     assert not [q for q in captured.captured_queries if "queues_failedattempt" in q["sql"]]
+
+
+def test_a_completed_job_shows_its_last_error_as_an_earlier_attempts(engine, qname, viewer_client):
+    job = enqueue(engine, qname, max_attempts=2)
+    (run,) = engine.dequeue(qname, DequeueOptions.batch(1))
+    engine.finish_job_run(run, JobOutcome.failed("ValueError: first"))
+    engine.retry_job(job.id)
+    (run,) = engine.dequeue(qname, DequeueOptions.batch(1))
+    engine.finish_job_run(run, JobOutcome.completed({"ok": True}))
+    assert engine.get_job(job.id).status == JobStatus.COMPLETED
+    html = viewer_client.get(reverse("dashboard:job", args=[job.id])).content.decode()
+    assert "data-earlier-error" in html and "Error of an earlier attempt" in html
+    assert "<h2>Error</h2>" not in html and "ValueError: first" in html
+
+
+def test_a_dead_job_shows_its_error_as_the_error(engine, qname, viewer_client):
+    job = failed_twice(engine, qname)
+    html = viewer_client.get(reverse("dashboard:job", args=[job.id])).content.decode()
+    assert "<h2>Error</h2>" in html and "data-earlier-error" not in html
