@@ -38,6 +38,8 @@ def test_measurepages_times_every_page():
         "reaper",
         "workers",
         "history 7d",
+        "error groups, 1h",
+        "error groups, 7d",
     ):
         assert label in text
     assert "every page under" in text

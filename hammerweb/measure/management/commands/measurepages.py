@@ -27,6 +27,7 @@ from queues.models import Batch, Job, Workflow
 from queues.reads.listing import JobFilter, list_jobs
 from queues.reads.search import SearchFilter
 from queues.reads.search_page import search_jobs
+from queues.reads.trends import WINDOWS
 
 MEASURER = "pagemeasurer"
 
@@ -208,6 +209,10 @@ def _pages():
         ("batches and workflows", reverse("dashboard:batches"), {}),
         ("recurring", reverse("dashboard:recurring"), {}),
         ("workers", reverse("dashboard:workers"), {}),
+        *(
+            (f"error groups, {key}", f"{reverse('dashboard:errors')}?window={key}", {})
+            for key in WINDOWS
+        ),
         *_history_pages(biggest),
     ]
     # The second page of the queue: follow the first page's cursor.
