@@ -36,7 +36,10 @@ def duration(text: str, option: str) -> timedelta:
     for amount, unit in _PART.findall(value):
         if len(amount) > 9:
             raise CommandError(f"{option}: {text!r} is too long a duration")
-        total += timedelta(**{_UNITS[unit]: int(amount)})
+        try:
+            total += timedelta(**{_UNITS[unit]: int(amount)})
+        except OverflowError:  # beyond timedelta's 999,999,999 days
+            raise CommandError(f"{option}: {text!r} is longer than 100 years") from None
     if total <= timedelta(0):
         raise CommandError(f"{option}: {text!r} must be longer than zero")
     if total > MAX_DURATION:

@@ -146,6 +146,8 @@ class SqlArchive:
                 job.workflow_id = None
             if job.unique_slot in slots:
                 job.unique_slot = None
+            elif job.unique_slot:
+                slots.add(job.unique_slot)  # two restored jobs with one slot: the first has it
 
     def _restore_edges(self, unpacked, restored: set[uuid.UUID]) -> None:
         """The dependency edges both ways, to the jobs still in the table."""

@@ -126,3 +126,15 @@ def test_purge_needs_yes_and_a_known_status():
         jobs("purge", "--older-than", "1d", "--status", "Gone", "--yes")
     assert snapshot() == before
     assert JobStatus.COMPLETED in set(Row.objects.values_list("status", flat=True))
+
+
+@pytest.mark.parametrize("age", ["999999999w", "900000000d900000000d", "0d", "5y"])
+def test_an_age_beyond_reach_or_malformed_is_a_command_error_and_changes_nothing(age):
+    name = unique_queue("cli_purge_age")
+    finished(queue_days_ago(10), name, 2)
+    before = snapshot()
+    with pytest.raises(CommandError, match="--older-than"):
+        jobs("purge", "--older-than", age, "--queue", name, "--yes")
+    with pytest.raises(CommandError, match="--older-than"):
+        jobs("archive", "--older-than", age, "--queue", name)
+    assert snapshot() == before
