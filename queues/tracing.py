@@ -7,6 +7,7 @@ job's page and `jobs show`. See docs/howto/tracing.md."""
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,8 @@ from types import SimpleNamespace
 from django.core.signals import setting_changed
 
 from queues import conf
+
+logger = logging.getLogger(__name__)
 
 SYSTEM = "hammerweb"
 #: The attributes' names: OpenTelemetry's messaging conventions where one fits.
@@ -135,20 +138,7 @@ def enqueue_spans(jobs: Sequence) -> Iterator[None]:
     the same of them all: the jobs share its context (none without a valid one) and no
     other span is made, so that an enqueue without an SDK pays one no-op span."""
     api = active() if jobs else None
-    current = api.trace.get_current_span() if api is not None else None
-    if api is None or not (api.has_sdk() or current.get_span_context().is_valid):
-        yield
-        return
-    first = _enqueue_span(api, jobs[0])
-    if not first.is_recording():
-        carrier = _carrier(api, first) if first.get_span_context().is_valid else None
-        for job in jobs:
-            job.trace_context = None if carrier is None else dict(carrier)
-        yield
-        return
-    spans = [first, *(_enqueue_span(api, job) for job in jobs[1:])]
-    for job, span in zip(jobs, spans, strict=True):
-        job.trace_context = _carrier(api, span)
+    spans = _started(api, jobs) if api is not None else []
     try:
         yield
     except BaseException as exc:
@@ -158,6 +148,37 @@ def enqueue_spans(jobs: Sequence) -> Iterator[None]:
     finally:
         for span in spans:
             span.end()
+
+
+def _started(api, jobs: Sequence) -> list:
+    """The recording spans of `jobs`' enqueue, each job given its context. A tracer or
+    propagator that fails costs the jobs their context, never their enqueue."""
+    spans: list = []
+    try:
+        current = api.trace.get_current_span()
+        if not (api.has_sdk() or current.get_span_context().is_valid):
+            return []
+        first = _enqueue_span(api, jobs[0])
+        if not first.is_recording():
+            carrier = _carrier(api, first) if first.get_span_context().is_valid else None
+            for job in jobs:
+                job.trace_context = None if carrier is None else dict(carrier)
+            return []
+        spans.append(first)
+        for job in jobs[1:]:
+            spans.append(_enqueue_span(api, job))
+        for job, span in zip(jobs, spans, strict=True):
+            job.trace_context = _carrier(api, span)
+        return spans
+    except Exception:
+        logger.warning(
+            "tracing failed: these jobs are enqueued without a trace context", exc_info=True
+        )
+        for job in jobs:
+            job.trace_context = None
+        for span in spans:
+            span.end()
+        return []
 
 
 def _fail(api, span, exc: BaseException | None, description: str | None = None) -> None:

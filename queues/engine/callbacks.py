@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from queues import signals
+from queues import signals, tracing
 from queues.callbacks import callback_job, tally
 from queues.engine.tallies import callbacks_due
 from queues.store.base import Store
@@ -27,7 +27,8 @@ def with_callbacks(store: Store, group, fields: dict, now: datetime, sender=None
     if not due:
         return fields
     jobs = [callback_job(declared[event], tally(group, fields, event), now) for event in due]
-    store.insert_jobs(jobs)
+    with tracing.enqueue_spans(jobs):  # its own enqueue span: the run links to it
+        store.insert_jobs(jobs)
     signals.enqueued(store, sender, jobs)
     enqueued.update((event, str(job.id)) for event, job in zip(due, jobs, strict=True))
     return {**fields, "callback_jobs": enqueued}

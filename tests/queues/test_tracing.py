@@ -15,7 +15,16 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 from queues import tracing
-from queues.api import InvalidJob, Job, JobBatch, JobGroup, JobPriority, JobQueue
+from queues.api import (
+    DequeueOptions,
+    InvalidJob,
+    Job,
+    JobBatch,
+    JobGroup,
+    JobOutcome,
+    JobPriority,
+    JobQueue,
+)
 from tests.conftest import unique_queue
 from tests.queues.support.spans import recording
 from tests.queues.support.task_functions import calculate_meaning_of_life
@@ -198,3 +207,40 @@ def test_tracing_adds_no_statement_to_an_enqueue(spans, settings):
     settings.HAMMERWEB = {"TRACING": False}
     assert statements() == traced
     connection.close()
+
+
+class BrokenPropagator:
+    """A propagator that fails (a project's own, or a bad configuration)."""
+
+    fields = {"traceparent"}
+
+    def inject(self, carrier, context=None, setter=None):
+        raise RuntimeError("propagator broken")
+
+    def extract(self, carrier, context=None, getter=None):
+        raise RuntimeError("propagator broken")
+
+
+def test_a_failing_propagator_costs_the_jobs_their_context_not_their_enqueue(
+    queue, spans, monkeypatch, caplog
+):
+    monkeypatch.setattr(tracing._api.propagate, "inject", BrokenPropagator().inject)
+    name = unique_queue("broken")
+    ids = queue.enqueue_many([Job(queue_name=name) for _ in range(3)])
+    assert [queue.get_job(i).trace_context for i in ids] == [None] * 3
+    assert "tracing failed" in caplog.text
+    # The spans begun before the failure (one a job) are ended: exported, none left open.
+    assert len(spans.named(f"hammerweb enqueue {name}")) == 3
+
+
+def test_a_callback_job_carries_a_context_of_its_own_enqueue(queue, spans):
+    name = unique_queue("cb_traced")
+    batch = JobBatch(name=name, jobs=[Job(queue_name=name)]).on_success(
+        Job(queue_name=f"{name}_cb")
+    )
+    queue.enqueue_batch(batch)
+    [run] = queue.dequeue(name, DequeueOptions.batch(1))
+    queue.finish_job_run(run, JobOutcome.completed())
+    [callback] = queue.dequeue(f"{name}_cb", DequeueOptions.batch(1))
+    [span] = spans.of_job("enqueue", callback.id)
+    assert_carries(queue.get_job(callback.id), span)
