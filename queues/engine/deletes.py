@@ -64,4 +64,4 @@ class Deletes(QueuePart):
         # Dependents that waited only for these jobs can run now.
         effects.release_waiting(self.store, orphans)
         changes = [(job.batch_id, job.workflow_id, job.status, None) for job in jobs]
-        effects.apply_tallies(self.store, changes, now, type(self))
+        effects.apply_tallies(self.store, changes, now, type(self), deleted=True)

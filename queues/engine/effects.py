@@ -13,7 +13,7 @@ from uuid import UUID
 
 from queues.engine.callbacks import with_callbacks
 from queues.engine.outcomes import Plan, RecordedOutcome
-from queues.engine.tallies import Change, batch_fields, tally, workflow_fields
+from queues.engine.tallies import Change, after_deletion, batch_fields, tally, workflow_fields
 from queues.enums import DependencyStatus, JobStatus
 from queues.groups import failure_cascade
 from queues.models import Batch, Job, Workflow
@@ -182,9 +182,13 @@ def fail_all(
 
 
 # Tallies ------------------------------------------------------------------------------------
-def apply_tallies(store: Store, changes: Iterable[Change], now: datetime, sender=None) -> None:
+def apply_tallies(
+    store: Store, changes: Iterable[Change], now: datetime, sender=None, deleted: bool = False
+) -> None:
     """Write the tallies `changes` move, each group row locked and written once, with the
-    callbacks its new status calls for (`sender`: the queue's class, for their signal)."""
+    callbacks its new status calls for (`sender`: the queue's class, for their signal).
+    `deleted`: the changes are deletions, which leave a finished group's status as it is
+    (`tallies.after_deletion`)."""
     batches, workflows = tally(changes)
     for model, deltas, fields_of in (
         (Batch, batches, batch_fields),
@@ -194,5 +198,7 @@ def apply_tallies(store: Store, changes: Iterable[Change], now: datetime, sender
             row = store.lock_group(model, group_id)
             if row is not None:
                 fields = fields_of(row, deltas[group_id], now)
+                if deleted:
+                    fields = after_deletion(row, fields, now)
                 fields = with_callbacks(store, row, fields, now, sender)
                 store.update_group(model, group_id, fields)

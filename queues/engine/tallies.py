@@ -104,6 +104,20 @@ _FINAL = {
 }
 
 
+def after_deletion(group, fields: dict, now: datetime) -> dict:
+    """`fields` of a group some of whose jobs were deleted: a deletion takes them off the
+    tallies but is no outcome. A group that had finished keeps its status (its callbacks
+    were called on its outcomes); one left without a job is done, as an empty group is at
+    enqueue."""
+    success, failure = _FINAL[type(group)]
+    if group.status in success | failure:
+        kept = ["status", "completed_at"] + (["failed_at"] if isinstance(group, Workflow) else [])
+        return {**fields, **{name: getattr(group, name) for name in kept}}
+    if fields["total_jobs"] == 0:
+        return {**fields, **empty_group_fields(group, now)}
+    return fields
+
+
 def callbacks_due(group, fields: dict) -> list[str]:
     """The events whose callbacks `group` (a batch's or workflow's row) calls for once
     `fields` are written: success in its Completed status, failure in its failed ones (a

@@ -219,6 +219,66 @@ def test_deleting_the_last_pending_job_completes_the_batch(queue):
     assert tallies["success"]["total_jobs"] == 1
 
 
+def test_deleting_a_finished_batchs_failed_job_changes_neither_status_nor_callbacks(queue):
+    """A deletion is no outcome: the partly failed batch stays so, and success never fires
+    after its failure did."""
+    name = unique_queue("cb_del_failed")
+    batch = with_all_callbacks(JobBatch("b", jobs=members(name, 2)), name)
+    batch_id = queue.enqueue_batch(batch)
+    failing, passing = queue.dequeue(name, DequeueOptions.batch(2))
+    queue.finish_job_run(failing, JobOutcome.failed("bad"))
+    queue.finish_job_run(passing, JobOutcome.completed())
+    assert sorted(fired(queue, name)) == ["complete", "failure"]
+    finished_at = queue.get_batch_status(batch_id).completed_at
+    queue.delete_job(failing.id)
+    status = queue.get_batch_status(batch_id)
+    assert (status.status, status.total_jobs, status.failed_jobs) == (
+        BatchStatus.PARTIALLY_FAILED,
+        1,
+        0,
+    )
+    assert status.completed_at == finished_at
+    assert fired(queue, name) == {}, "a deletion called a callback"
+
+
+def test_deleting_a_failed_workflows_failed_job_keeps_it_failed(queue):
+    name = unique_queue("cb_del_wf")
+    group = JobGroup("wf", failure_policy=FailurePolicy.CONTINUE_ON_FAILURE)
+    a, b = members(name, 2)
+    group = with_all_callbacks(group.add_parallel_jobs([a, b]), name)
+    workflow_id = queue.enqueue_workflow(group)
+    failing, passing = queue.dequeue(name, DequeueOptions.batch(2))
+    queue.finish_job_run(failing, JobOutcome.failed("bad"))
+    queue.finish_job_run(passing, JobOutcome.completed())
+    assert sorted(fired(queue, name)) == ["complete", "failure"]
+    queue.delete_job(failing.id)
+    assert queue.store.get_group(Workflow, workflow_id).status == WorkflowStatus.FAILED
+    assert fired(queue, name) == {}
+
+
+def test_a_group_whose_jobs_are_all_deleted_is_done_and_calls_its_callbacks_once(queue):
+    """Every job deleted before any ran: the group is done, as an empty one is at enqueue;
+    deleted again after it finished, it stays as it was."""
+    name = unique_queue("cb_del_all")
+    batch = with_all_callbacks(JobBatch("b", jobs=members(name, 2)), name)
+    batch_id = queue.enqueue_batch(batch)
+    queue.delete_jobs([job.id for job in batch.jobs])
+    status = queue.get_batch_status(batch_id)
+    assert (status.status, status.total_jobs) == (BatchStatus.COMPLETED, 0)
+    assert status.completed_at is not None
+    assert sorted(fired(queue, name)) == ["complete", "success"]
+
+    done = with_all_callbacks(JobBatch("c", jobs=members(name, 1)), name)
+    done_id = queue.enqueue_batch(done)
+    finish(queue, queue.dequeue(name, DequeueOptions.batch(1)), JobOutcome.completed())
+    assert sorted(fired(queue, name)) == ["complete", "success"]
+    finished_at = queue.get_batch_status(done_id).completed_at
+    queue.delete_jobs([job.id for job in done.jobs])
+    status = queue.get_batch_status(done_id)
+    assert (status.status, status.completed_at) == (BatchStatus.COMPLETED, finished_at)
+    assert fired(queue, name) == {}
+
+
 @pytest.mark.parametrize("kind", ["batch", "workflow"])
 def test_an_empty_group_calls_its_callbacks_at_enqueue_once(queue, kind):
     name = unique_queue("cb_empty")
