@@ -10,12 +10,16 @@ from datetime import timedelta
 from functools import partial
 from uuid import UUID
 
+from django.db import IntegrityError
+
 from queues.engine.core import QueuePart
 from queues.store.archived import Archivable, Archived, unpack_row
 from queues.validation import parse_job_id, validate_queue_name
 
 #: Jobs per transaction: each one short, and its rows few enough to hold in memory.
 ARCHIVE_BATCH = 1000
+#: Restores tried while enqueues keep taking the unique keys of the jobs being restored.
+RESTORE_TRIES = 3
 
 
 def _whole(value, name: str, allow_none: bool = False) -> None:
@@ -77,7 +81,16 @@ class Archives(QueuePart):
         left out). The job counts take them back; completions and failures are not counted
         twice."""
         ids = sorted({parse_job_id(job_id) for job_id in job_ids}, key=str)
-        return self._atomic(lambda: self.store.restore_archived(ids)) if ids else []
+        if not ids:
+            return []
+        for _ in range(RESTORE_TRIES - 1):
+            try:
+                return self._atomic(lambda: self.store.restore_archived(ids))
+            except IntegrityError:
+                # An enqueue took a restored job's unique key after the restore looked: the
+                # next try sees it, and that job comes back without its slot.
+                continue
+        return self._atomic(lambda: self.store.restore_archived(ids))
 
     def vacuum_jobs(self) -> None:
         """After a large archive run: let the database reclaim the deleted rows' space now

@@ -43,6 +43,7 @@ class MemoryArchive:
             job.batch_id = job.batch_id if job.batch_id in self.batches else None
             job.workflow_id = job.workflow_id if job.workflow_id in self.workflows else None
             job.unique_slot = None if job.unique_slot in held else job.unique_slot
+            held.add(job.unique_slot)  # two restored jobs with one slot: the first has it
             # Its edges to the jobs still here (parents as insert_jobs writes them).
             parents = [p for p in (UUID(p) for p in job.depends_on) if p in self.jobs]
             self.insert_jobs([job])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import IntegrityError
 
 from queues.api import Job, JobBatch, JobGroup, JobOutcome, JobStatus
 from queues.exceptions import InvalidJob
@@ -186,3 +187,43 @@ def test_archived_row_has_its_searchable_columns(queue):
     )
     assert row.finished_at == run.started_at or row.finished_at >= row.created_at
     assert not queue.store.find_jobs(Match(queue_name=name))
+
+
+def _done_with_key(queue, name, key):
+    job_id = queue.enqueue(Job(queue_name=name, unique_key=key))
+    (run,) = queue.dequeue(name, DequeueOptions.batch(1))
+    queue.finish_job_run(run, JobOutcome.completed())
+    return job_id
+
+
+def test_two_archived_jobs_of_one_unique_key_restore_together_one_keeping_it(queue):
+    """Each held the key in its time: restored at once, one of them holds it again."""
+    name = unique_queue("archive_keys")
+    first = _done_with_key(queue, name, "k")
+    queue.clock.advance(WEEK + timedelta(seconds=1))
+    assert queue.archive_jobs(WEEK) == 1
+    second = _done_with_key(queue, name, "k")
+    queue.clock.advance(WEEK + timedelta(seconds=1))
+    assert queue.archive_jobs(WEEK) == 1
+    assert sorted(queue.restore([first, second]), key=str) == sorted([first, second], key=str)
+    slots = [queue.get_job(job_id).unique_slot for job_id in (first, second)]
+    assert sorted(slot is None for slot in slots) == [False, True], slots
+
+
+def test_a_restore_that_met_a_key_taken_meanwhile_is_tried_again(queue, monkeypatch):
+    name = unique_queue("archive_race")
+    [done] = finished(queue, name, 1)
+    queue.clock.advance(WEEK + timedelta(seconds=1))
+    queue.archive_jobs(WEEK)
+    restore = queue.store.restore_archived
+    tries = []
+
+    def raced(ids):  # the first try meets an enqueue's key (its insert refused)
+        tries.append(ids)
+        if len(tries) == 1:
+            raise IntegrityError("a unique slot is taken")
+        return restore(ids)
+
+    monkeypatch.setattr(queue.store, "restore_archived", raced)
+    assert queue.restore([done]) == [done] and len(tries) == 2
+    assert queue.get_job(done).status == JobStatus.COMPLETED
