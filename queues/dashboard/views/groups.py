@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from queues.callbacks import EVENTS
 from queues.dashboard import graph
 from queues.dashboard.views.access import page
-from queues.models import Batch, Job, Workflow
+from queues.models import ArchivedJob, Batch, Job, Workflow
 from queues.tasks.jobs import TASK_KEY
 
 LIST_LIMIT = 50
@@ -61,12 +61,20 @@ def _group_context(group, kind: str, jobs) -> dict:
 
 def _callbacks(group) -> list[dict]:
     """The group's declared callbacks in event order: what each runs, and its job once
-    enqueued (None if not yet; `gone` if since deleted)."""
+    enqueued (None if not yet; `gone` if no longer in the jobs table, `archived` if moved to
+    the archive)."""
     declared = group.callbacks if isinstance(group.callbacks, dict) else {}
     enqueued = group.callback_jobs if isinstance(group.callback_jobs, dict) else {}
     ids = [job_id for job_id in map(_uuid, enqueued.values()) if job_id is not None]
     jobs = Job.objects.using(group._state.db).filter(id__in=ids).only("id", "status")
     found = {str(job.id): job for job in jobs}
+    missing = [job_id for job_id in ids if str(job_id) not in found]
+    archived = {
+        str(job_id)
+        for job_id in ArchivedJob.objects.using(group._state.db)
+        .filter(id__in=missing)
+        .values_list("id", flat=True)
+    }
     rows = []
     for event in EVENTS:
         spec = declared.get(event)
@@ -81,6 +89,7 @@ def _callbacks(group) -> list[dict]:
             "task": task.get("path") if task else None,
             "job": found.get(str(job_id)) if job_id else None,
             "gone": job_id if job_id and str(job_id) not in found else None,
+            "archived": str(job_id) in archived,
         })  # fmt: skip
     return rows
 

@@ -3,6 +3,8 @@ once enqueued; the admin shows them read-only."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
 
@@ -59,3 +61,17 @@ def test_the_admin_shows_a_groups_callbacks(superuser_client, engine, qname):
     page = superuser_client.get(reverse("admin:queues_batch_change", args=[batch_id]))
     html = page.content.decode()
     assert page.status_code == 200 and "field-callbacks" in html and "after" in html
+
+
+def test_an_archived_callback_job_is_linked_and_marked_archived(engine, qname, viewer_client):
+    batch = JobBatch("nightly", jobs=[Job(queue_name=qname)])
+    batch.on_complete(Job(queue_name=f"{qname}_cb"))
+    batch_id = engine.enqueue_batch(batch)
+    (run,) = engine.dequeue(qname, DequeueOptions.batch(1))
+    engine.finish_job_run(run, JobOutcome.completed())
+    (callback,) = engine.dequeue(f"{qname}_cb", DequeueOptions.batch(1))
+    engine.finish_job_run(callback, JobOutcome.completed())
+    assert engine.archive_jobs(timedelta(0), queue_name=f"{qname}_cb") == 1
+    html = viewer_client.get(reverse("dashboard:batch", args=[batch_id])).content.decode()
+    assert reverse("dashboard:job", args=[callback.id]) in html
+    assert '<span class="pill archived">Archived</span>' in html and "(deleted)" not in html
