@@ -19,7 +19,7 @@ from queues.exceptions import InvalidQueueName
 from queues.models import Batch, Job, JobDependency, QueuePause, Workflow
 from queues.reads import stats
 from queues.reads.listing import JobFilter, list_jobs
-from queues.reads.timeline import Timeline
+from queues.reads.timeline import SHOWN, Timeline
 from queues.validation import validate_queue_name
 
 DEPENDENCY_LIMIT = 50
@@ -110,7 +110,9 @@ def _archived_detail(job_id):
     return "hammerweb/archived_job.html", {
         "job": job,
         "archived_at": archived.archived_at,
-        "attempts": archived.attempts[::-1],  # newest first, as the live page lists them
+        # Newest first, as many as the live page shows.
+        "attempts": archived.attempts[::-1][:SHOWN],
+        "older_attempts": max(0, len(archived.attempts) - SHOWN),
         "batch": Batch.objects.filter(id=job.batch_id).first() if job.batch_id else None,
         "workflow": Workflow.objects.filter(id=job.workflow_id).first()
         if job.workflow_id

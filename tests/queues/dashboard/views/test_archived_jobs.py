@@ -12,6 +12,7 @@ from django.urls import reverse
 from queues.api import Job, JobOutcome, JobQueue, MockClock
 from queues.models import ArchivedJob
 from queues.models import Job as Row
+from queues.reads.timeline import SHOWN
 from tests.queues.dashboard.views.conftest import HTMX, poll
 from tests.queues.support.jobs_helpers import finished
 
@@ -103,3 +104,18 @@ def test_the_admin_lists_and_shows_archived_jobs(superuser_client, archived):
     assert listing.status_code == 200 and str(archived) in listing.content.decode()
     one = superuser_client.get(reverse("admin:queues_archivedjob_change", args=[archived]))
     assert one.status_code == 200 and "Dead" in one.content.decode()
+
+
+def test_an_archived_job_with_a_long_history_shows_the_newest_attempts(operator_client, qname):
+    queue = JobQueue(clock=MockClock())
+    job_id = queue.enqueue(Job(queue_name=qname, max_attempts=SHOWN + 3))
+    for attempt in range(1, SHOWN + 4):
+        queue.retry_job(job_id)  # due now, whatever the backoff
+        run = queue.dequeue_one(qname)
+        queue.finish_job_run(run, JobOutcome.failed(f"failure number {attempt}"))
+    queue.clock.advance(timedelta(days=30))
+    assert queue.archive_jobs(timedelta(days=7), queue_name=qname) == 1
+    html = operator_client.get(reverse("dashboard:job", args=[job_id])).content.decode()
+    assert html.count('class="attempt end-') == SHOWN
+    assert f"failure number {SHOWN + 3}<" in html and "failure number 3<" not in html
+    assert "3 older attempts not shown" in html
