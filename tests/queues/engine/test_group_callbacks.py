@@ -398,3 +398,15 @@ def test_a_job_of_the_group_is_not_its_callback(queue):
     with pytest.raises(InvalidBatch, match="a job of the group itself"):
         queue.enqueue_batch(JobBatch("b", jobs=jobs).on_complete(jobs[1]))
     assert queue.dequeue(name, DequeueOptions.batch(10)) == []
+
+
+def test_a_task_of_another_backend_is_refused(queue, settings):
+    settings.TASKS = {
+        **settings.TASKS,
+        "other": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"},
+    }
+    name = unique_queue("cb_other")
+    batch = JobBatch("b", jobs=members(name, 1)).on_success(get_attempt.using(backend="other"))
+    with pytest.raises(InvalidBatch, match="not Hammerweb's"):
+        queue.enqueue_batch(batch)
+    assert queue.get_job(batch.jobs[0].id) is None
