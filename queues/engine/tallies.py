@@ -104,13 +104,18 @@ _FINAL = {
 }
 
 
+def finished(group) -> bool:
+    """Whether a batch's or workflow's row is in one of its final statuses."""
+    success, failure = _FINAL[type(group)]
+    return group.status in success | failure
+
+
 def after_deletion(group, fields: dict, now: datetime) -> dict:
     """`fields` of a group some of whose jobs were deleted: a deletion takes them off the
     tallies but is no outcome. A group that had finished keeps its status (its callbacks
     were called on its outcomes); one left without a job is done, as an empty group is at
     enqueue."""
-    success, failure = _FINAL[type(group)]
-    if group.status in success | failure:
+    if finished(group):
         kept = ["status", "completed_at"] + (["failed_at"] if isinstance(group, Workflow) else [])
         return {**fields, **{name: getattr(group, name) for name in kept}}
     if fields["total_jobs"] == 0:

@@ -1,7 +1,8 @@
 """In Chromium: a batch declared with on_success, on_failure and on_complete callbacks runs to
 success; its page, reached from the batches list, shows each event in the Callbacks section,
-the two that came linked to the job they enqueued (on_failure still "not yet"), and the
-success callback's link opens that job, its payload carrying the batch's tally."""
+the two that came linked to the job they enqueued (on_failure "not called": the batch
+completed), and the success callback's link opens that job, its payload carrying the
+batch's tally."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_the_callbacks_of_a_finished_batch_link_to_their_jobs(page, live_server)
         link = row.get_by_role("link", name=enqueued[event][:8])
         expect(link).to_have_attribute("href", f"/jobs/{enqueued[event]}/")
         expect(row.locator(".pill")).to_have_text(JobStatus.PENDING)
-    expect(rows.nth(1)).to_contain_text("not yet")
+    expect(rows.nth(1)).to_contain_text("not called")
     expect(rows.nth(1).get_by_role("link")).to_have_count(0)
     screenshot(page, "batch-callbacks")
 

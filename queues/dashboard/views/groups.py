@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from queues.callbacks import EVENTS
 from queues.dashboard import graph
 from queues.dashboard.views.access import page
+from queues.engine import tallies
 from queues.models import ArchivedJob, Batch, Job, Workflow
 from queues.tasks.jobs import TASK_KEY
 
@@ -56,6 +57,7 @@ def _group_context(group, kind: str, jobs) -> dict:
         "jobs": jobs.order_by("created_at", "id").defer("payload", "result")[:JOBS_LIMIT],
         "jobs_limit": JOBS_LIMIT,
         "callbacks": _callbacks(group),
+        "finished": tallies.finished(group),
     }
 
 

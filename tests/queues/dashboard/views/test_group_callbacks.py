@@ -33,7 +33,8 @@ def test_the_batch_page_lists_its_callbacks_and_links_the_enqueued_one(
     engine.finish_job_run(run, JobOutcome.completed())
     success = Batch.objects.get(id=batch_id).callback_jobs["success"]
     html = viewer_client.get(url).content.decode()
-    assert reverse("dashboard:job", args=[success]) in html and html.count("not yet") == 1
+    assert reverse("dashboard:job", args=[success]) in html
+    assert "not yet" not in html and html.count("not called") == 1  # the batch completed
 
     engine.delete_job(success)
     html = viewer_client.get(url).content.decode()
