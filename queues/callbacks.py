@@ -56,10 +56,8 @@ def _spec(event: str, callback: Callback, now: datetime, error) -> dict:
     target = callback.target
     if isinstance(target, Task):
         try:
-            from queues.tasks_backend import HammerwebBackend  # it imports the engine
-
             backend = target.get_backend()
-            if not isinstance(backend, HammerwebBackend):  # its own backend would run it
+            if not getattr(backend, "enqueues_jobs", False):  # its own backend would run it
                 raise InvalidTask(f"its backend {target.backend!r} is not Hammerweb's")
             backend.validate_task(target)
             args, kwargs = normalize_json(list(callback.args)), normalize_json(callback.kwargs)

@@ -98,6 +98,8 @@ class HammerwebBackend(BaseTaskBackend):
     supports_async_task = True
     supports_get_result = True
     supports_priority = True
+    #: Its tasks are Hammerweb jobs: a callback of a batch or workflow may be one.
+    enqueues_jobs = True
 
     def __init__(self, alias, params):
         super().__init__(alias, params)
