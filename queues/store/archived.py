@@ -1,8 +1,8 @@
 """The archive's rules, written once for both stores: which jobs may be archived
 (`Archivable`, a `Selection` on `finished`'s rule) and how a job, its error history and its
-dependents' ids become one `ArchivedJob` row and back (`archive_row`, `unpack_row`): every
-concrete column of `Job` and `FailedAttempt`, so columns added later are kept. See
-docs/design/maintenance.md."""
+dependents' ids become one `ArchivedJob` row and back (`archive_columns`, `archive_row`,
+`unpack_row`): every concrete column of `Job` and `FailedAttempt`, so columns added later
+are kept. See docs/design/maintenance.md."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import json
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from uuid import UUID
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, Field, OuterRef, Q, QuerySet
 
 from queues.enums import TERMINAL_STATUSES, JobStatus
 from queues.models import ArchivedJob, Batch, FailedAttempt, Job, JobDependency, Workflow
@@ -131,15 +132,44 @@ def unpack(data) -> object:
     return json.loads(body)
 
 
+@cache
+def _fields(model) -> tuple:
+    """Each concrete column of `model`: its attribute, and how its value becomes the text
+    its field's `value_to_string` gives (None: a JSON column, kept as it is). The field's
+    own method where it has one but for times (isoformat: the same text without a second
+    read of the attribute), `str` where it inherits `Field`'s."""
+    converters = []
+    for field in model._meta.concrete_fields:
+        kind = field.get_internal_type()
+        if kind == "JSONField":
+            text = None
+        elif kind == "DateTimeField":
+            text = datetime.isoformat
+        elif type(field).value_to_string is Field.value_to_string:
+            text = str
+        else:
+            text = _by_field(field)
+        converters.append((field.attname, text))
+    return tuple(converters)
+
+
+def _by_field(field):
+    return lambda value, row: field.value_to_string(row)
+
+
 def _columns(row) -> dict:
     """Every concrete column of a model row, each as its field writes it to text (None as
     None), so that `_rebuilt` reads it back exactly."""
-    return {
-        field.attname: None
-        if (value := field.value_from_object(row)) is None
-        else (value if field.get_internal_type() == "JSONField" else field.value_to_string(row))
-        for field in type(row)._meta.concrete_fields
-    }
+    columns = {}
+    for attname, text in _fields(type(row)):
+        value = getattr(row, attname)
+        if value is None or text is None:
+            columns[attname] = value
+        elif text is str or text is datetime.isoformat:
+            columns[attname] = text(value)
+        else:
+            columns[attname] = text(value, row)
+    return columns
 
 
 def _rebuilt[M](model: type[M], columns: dict, skip=()) -> M:
@@ -155,31 +185,39 @@ def _rebuilt[M](model: type[M], columns: dict, skip=()) -> M:
     return row
 
 
-def archive_row(
+def archive_columns(
     job: Job, attempts: list[FailedAttempt], dependents: list[UUID], now: datetime
-) -> ArchivedJob:
-    """The archive's row of `job` (a stored row), with its history and dependents' ids."""
+) -> dict:
+    """The archive's row of `job` (a stored row), with its history and dependents' ids, as
+    the values of `ArchivedJob`'s columns by name."""
     data = {
         "job": _columns(job),
         "attempts": [_columns(row) for row in attempts],
         "dependents": sorted(str(d) for d in dependents),
     }
-    return ArchivedJob(
-        id=job.id,
-        queue_name=job.queue_name,
-        status=job.status,
-        priority=job.priority,
-        attempts=job.attempts,
-        created_at=job.created_at,
-        finished_at=finished_at(job) or now,
-        archived_at=now,
-        batch_id=job.batch_id,
-        workflow_id=job.workflow_id,
-        unique_key=job.unique_key,
-        tags=list(job.tags or []),
-        failures=len(attempts),
-        data=pack(data),
-    )
+    return {
+        "id": job.id,
+        "queue_name": job.queue_name,
+        "status": job.status,
+        "priority": job.priority,
+        "attempts": job.attempts,
+        "created_at": job.created_at,
+        "finished_at": finished_at(job) or now,
+        "archived_at": now,
+        "batch_id": job.batch_id,
+        "workflow_id": job.workflow_id,
+        "unique_key": job.unique_key,
+        "tags": list(job.tags or []),
+        "failures": len(attempts),
+        "data": pack(data),
+    }
+
+
+def archive_row(
+    job: Job, attempts: list[FailedAttempt], dependents: list[UUID], now: datetime
+) -> ArchivedJob:
+    """`archive_columns` as an (unsaved) `ArchivedJob`."""
+    return ArchivedJob(**archive_columns(job, attempts, dependents, now))
 
 
 @dataclass

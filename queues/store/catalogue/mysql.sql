@@ -337,6 +337,33 @@ SELECT r.* FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
     c36 LONGTEXT PATH '$[36]', c37 LONGTEXT PATH '$[37]'
 )) AS r
 
+-- name: delete_archived_jobs
+-- The jobs of one archive batch leave the table (queues/store/sql/archive.py), one statement
+-- a table: any archive row of theirs (a job restored and archived again), their history,
+-- tags and edges both ways (before the rows: the foreign keys are checked at once), then the
+-- rows, whose delete triggers take them off the counts.
+DELETE FROM queues_archivedjob WHERE id IN %(ids)s
+-- statement
+DELETE FROM queues_failedattempt WHERE job_id IN %(ids)s
+-- statement
+DELETE FROM queues_jobtag WHERE job_id IN %(ids)s
+-- statement
+DELETE FROM queues_jobdependency WHERE job_id IN %(ids)s OR parent_id IN %(ids)s
+-- statement
+DELETE FROM queues_job WHERE id IN %(ids)s
+
+-- name: insert_archived
+-- One archive row; the store sends a batch's rows with executemany, which the driver
+-- writes as one multi-row INSERT.
+INSERT INTO queues_archivedjob (
+    id, queue_name, status, priority, attempts, created_at, finished_at, archived_at,
+    batch_id, workflow_id, unique_key, tags, failures, data
+) VALUES (
+    %(id)s, %(queue_name)s, %(status)s, %(priority)s, %(attempts)s, %(created_at)s,
+    %(finished_at)s, %(archived_at)s, %(batch_id)s, %(workflow_id)s, %(unique_key)s,
+    %(tags)s, %(failures)s, %(data)s
+)
+
 -- name: vacuum_jobs
 -- Nothing: InnoDB's purge thread frees the deleted rows itself, and OPTIMIZE TABLE would
 -- rebuild (and lock) the whole jobs table.

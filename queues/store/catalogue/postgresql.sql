@@ -486,6 +486,37 @@ SELECT (r->>0)::uuid, r->>1, (r->>2)::jsonb, r->>3, (r->>4)::smallint, (r->>5)::
     (r->>34)::jsonb, (r->>35)::jsonb, (r->>36)::smallint, (r->>37)::jsonb
 FROM jsonb_array_elements(%(rows)s::jsonb) AS r
 
+-- name: delete_archived_jobs
+-- The jobs of one archive batch leave the table (queues/store/sql/archive.py), one statement
+-- a table: any archive row of theirs (a job restored and archived again), their history,
+-- tags and edges both ways, then the rows, whose statement trigger takes them off the
+-- counts. `ids` as in the claim's statements (see the top of this file).
+DELETE FROM queues_archivedjob WHERE id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[])))
+-- statement
+DELETE FROM queues_failedattempt WHERE job_id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[])))
+-- statement
+DELETE FROM queues_jobtag WHERE job_id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[])))
+-- statement
+DELETE FROM queues_jobdependency
+WHERE job_id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[])))
+   OR parent_id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[])))
+-- statement
+DELETE FROM queues_job WHERE id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[])))
+
+-- name: insert_archived
+-- The archive's rows of one batch in one statement: `rows` is a JSON array of rows, each
+-- the values of these columns in this order as Django adapts them, the packed `data` as
+-- base64. One parameter: 14 a row, each dumped by psycopg in Python, cost more than the
+-- rest of the insert.
+INSERT INTO queues_archivedjob (
+    id, queue_name, status, priority, attempts, created_at, finished_at, archived_at,
+    batch_id, workflow_id, unique_key, tags, failures, data
+)
+SELECT (r->>0)::uuid, r->>1, r->>2, (r->>3)::smallint, (r->>4)::integer,
+    (r->>5)::timestamptz, (r->>6)::timestamptz, (r->>7)::timestamptz, (r->>8)::uuid,
+    (r->>9)::uuid, r->>10, r->11, (r->>12)::integer, decode(r->>13, 'base64')
+FROM jsonb_array_elements(%(rows)s::jsonb) AS r
+
 -- name: vacuum_jobs
 -- After an archive run that moved many jobs (queues/ops/archiving.py): the deleted row
 -- versions are dead tuples that every scan of the table and its indexes still walks until a

@@ -314,5 +314,33 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
     json_extract(value, '$[36]'), json_extract(value, '$[37]')
 FROM json_each(%(rows)s)
 
+-- name: delete_archived_jobs
+-- The jobs of one archive batch leave the table (queues/store/sql/archive.py), one statement
+-- a table: any archive row of theirs (a job restored and archived again), their history,
+-- tags and edges both ways, then the rows, whose delete triggers take them off the counts.
+DELETE FROM queues_archivedjob WHERE id IN (SELECT value FROM json_each(%(ids)s))
+-- statement
+DELETE FROM queues_failedattempt WHERE job_id IN (SELECT value FROM json_each(%(ids)s))
+-- statement
+DELETE FROM queues_jobtag WHERE job_id IN (SELECT value FROM json_each(%(ids)s))
+-- statement
+DELETE FROM queues_jobdependency
+WHERE job_id IN (SELECT value FROM json_each(%(ids)s))
+   OR parent_id IN (SELECT value FROM json_each(%(ids)s))
+-- statement
+DELETE FROM queues_job WHERE id IN (SELECT value FROM json_each(%(ids)s))
+
+-- name: insert_archived
+-- One archive row; the store sends a batch's rows with executemany (one prepared statement,
+-- run for each row by the driver).
+INSERT INTO queues_archivedjob (
+    id, queue_name, status, priority, attempts, created_at, finished_at, archived_at,
+    batch_id, workflow_id, unique_key, tags, failures, data
+) VALUES (
+    %(id)s, %(queue_name)s, %(status)s, %(priority)s, %(attempts)s, %(created_at)s,
+    %(finished_at)s, %(archived_at)s, %(batch_id)s, %(workflow_id)s, %(unique_key)s,
+    %(tags)s, %(failures)s, %(data)s
+)
+
 -- name: vacuum_jobs
 -- Nothing: SQLite reuses the freed pages, and VACUUM would rewrite the whole database file.

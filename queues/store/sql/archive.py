@@ -6,13 +6,14 @@ restore takes back the completions and failed attempts its inserts count again. 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from collections.abc import Collection
 from datetime import datetime
 from functools import partial
 
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 
 from queues.enums import JobStatus
 from queues.models import (
@@ -25,7 +26,7 @@ from queues.models import (
     JobDependency,
     Workflow,
 )
-from queues.store.archived import archive_row, unpack_row
+from queues.store.archived import archive_columns, unpack_row
 from queues.store.catalogue import run
 from queues.store.counters.completions import minute_of
 from queues.tags import JobTag, tag_rows
@@ -35,8 +36,8 @@ _INSERT_BATCH = 500
 
 
 class SqlArchive:
-    """The archive of `SqlStore` (which gives `using`, `connection`, `queries` and
-    `job_rows`)."""
+    """The archive of `SqlStore` (which gives `using`, `connection`, `cursor`, `queries`,
+    `statements`, the parameters' adapters and `job_rows`)."""
 
     def archive_selected(self, selection, limit: int, now: datetime) -> list[uuid.UUID]:
         jobs = self._lock_some(selection, limit)  # whole rows: every column is archived
@@ -44,34 +45,70 @@ class SqlArchive:
             return []
         ids = [job.id for job in jobs]
         history: dict[uuid.UUID, list[FailedAttempt]] = {}
-        for attempt in (
-            FailedAttempt.objects.using(self.using).filter(job_id__in=ids).order_by("id")
-        ):
-            history.setdefault(attempt.job_id, []).append(attempt)
+        with_history = [job.id for job in jobs if job.has_history]
+        if with_history:
+            attempts = FailedAttempt.objects.using(self.using).filter(job_id__in=with_history)
+            for attempt in attempts.order_by("id"):
+                history.setdefault(attempt.job_id, []).append(attempt)
         dependents: dict[uuid.UUID, list[uuid.UUID]] = {}
-        edges = JobDependency.objects.using(self.using).filter(parent_id__in=ids)
-        for parent, child in edges.values_list("parent_id", "job_id"):
-            dependents.setdefault(parent, []).append(child)
-        archive = ArchivedJob.objects.using(self.using)
-        # A job restored and archived again: its old row went with the restore, but a retry
-        # of a transaction that failed after the insert must not find it taken either.
-        archive.filter(pk__in=ids).delete()
-        archive.bulk_create(
-            [archive_row(j, history.get(j.id, []), dependents.get(j.id, []), now) for j in jobs],
-            batch_size=_INSERT_BATCH,
-        )
-        # The history, tags and edges go by the foreign keys' cascade; the triggers take
-        # the jobs off their counts.
-        Job.objects.using(self.using).filter(pk__in=ids).only("id").delete()
+        with_dependents = [job.id for job in jobs if job.has_dependents]
+        if with_dependents:
+            edges = JobDependency.objects.using(self.using).filter(parent_id__in=with_dependents)
+            for parent, child in edges.values_list("parent_id", "job_id"):
+                dependents.setdefault(parent, []).append(child)
+        rows = [
+            archive_columns(j, history.get(j.id, []), dependents.get(j.id, []), now) for j in jobs
+        ]
+        # One statement a table, the jobs' last: their history, tags and edges, then the
+        # rows (the delete triggers take them off the counts). Not the ORM's delete, which
+        # read the jobs' ids back and deleted them a hundred a statement. Any archive row
+        # of these ids goes first: a job restored and archived again.
+        params = {"ids": self.uuids(ids)}
+        with self.cursor() as cursor:
+            for statement in self.statements["delete_archived_jobs"]:
+                cursor.execute(statement, params)
+        self.insert_archived(rows)
         return ids
+
+    def insert_archived(self, rows: list[dict]) -> None:
+        """`archive_columns`' rows into the archive: the catalogue's `insert_archived`, a
+        row of parameters each (the driver sends them together); the PostgreSQL store
+        sends them as one."""
+        ids = self.adapt_ids([row["id"] for row in rows])
+        dt = self.dt
+        tags = ArchivedJob._meta.get_field("tags")  # the JSON text Django writes
+        params = [
+            {
+                **row,
+                "id": job_id,
+                "batch_id": self.uuid(row["batch_id"]),
+                "workflow_id": self.uuid(row["workflow_id"]),
+                "created_at": dt(row["created_at"]),
+                "finished_at": dt(row["finished_at"]),
+                "archived_at": dt(row["archived_at"]),
+                "tags": json.dumps(row["tags"], cls=tags.encoder),
+            }
+            for row, job_id in zip(rows, ids, strict=True)
+        ]
+        for start in range(0, len(params), _INSERT_BATCH):
+            with self.cursor() as cursor:
+                cursor.executemany(
+                    self.queries["insert_archived"], params[start : start + _INSERT_BATCH]
+                )
 
     def _lock_some(self, selection, limit: int) -> list[Job]:
         """Up to `limit` of the selection's rows, locked, skipping those another
-        transaction holds; by its `parts` in turn when it has them (`Archivable`)."""
+        transaction holds; by its `parts` in turn when it has them (`Archivable`). Each
+        row says whether it has history and dependents: most have neither, and their
+        reads are skipped."""
         skip = self.connection.features.has_select_for_update_skip_locked
         parts = selection.parts(self.using) if hasattr(selection, "parts") else None
         jobs: list[Job] = []
         for rows in parts or [selection.rows(self.using).order_by()]:
+            rows = rows.annotate(
+                has_history=Exists(FailedAttempt.objects.filter(job_id=OuterRef("pk"))),
+                has_dependents=Exists(JobDependency.objects.filter(parent_id=OuterRef("pk"))),
+            )
             if skip:
                 rows = rows.select_for_update(skip_locked=True)
             jobs += rows[: limit - len(jobs)]

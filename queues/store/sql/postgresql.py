@@ -4,13 +4,21 @@ a retry. See docs/design/store.md."""
 
 from __future__ import annotations
 
+import json
+from base64 import b64encode
+
 from django.db import DatabaseError
 
+from queues.models import ArchivedJob
 from queues.store.sql import session
-from queues.store.sql.store import SqlStore
+from queues.store.sql.store import INSERT_BYTES, SqlStore
 
 # Deadlock, serialization failure, lock not available.
 _RETRYABLE = {"40P01", "40001", "55P03"}
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
 
 
 class PostgresStore(SqlStore):
@@ -30,6 +38,33 @@ class PostgresStore(SqlStore):
         # psycopg dumps a list of UUIDs element by element in Python, a str in C. A read of
         # 5 ids cost a third less CPU so, a write of 50 about 100 µs less (measured).
         return "{" + ",".join(map(str, adapted)) + "}"
+
+    def insert_archived(self, rows: list[dict]) -> None:
+        # One JSON parameter a statement (see the catalogue's insert_archived), encoded in
+        # C: the packed blob as base64, the rest as Django adapts it; at most INSERT_BYTES
+        # of blobs a statement (a single larger row alone).
+        tags = ArchivedJob._meta.get_field("tags")
+        dt = self.dt
+        chunks: list[list] = [[]]
+        size = 0
+        for row in rows:
+            data = b64encode(row["data"]).decode("ascii")
+            if chunks[-1] and size + len(data) > INSERT_BYTES:
+                chunks.append([])
+                size = 0
+            size += len(data)
+            chunks[-1].append([
+                str(row["id"]), row["queue_name"], row["status"], row["priority"],
+                row["attempts"], dt(row["created_at"]).isoformat(),
+                dt(row["finished_at"]).isoformat(), dt(row["archived_at"]).isoformat(),
+                _text(row["batch_id"]), _text(row["workflow_id"]), row["unique_key"],
+                tags.get_prep_value(row["tags"]), row["failures"], data,
+            ])  # fmt: skip
+        with self.cursor() as cursor:
+            for chunk in chunks:
+                if chunk:
+                    params = {"rows": json.dumps(chunk, cls=tags.encoder)}
+                    cursor.execute(self.queries["insert_archived"], params)
 
     def is_retryable(self, exc: DatabaseError) -> bool:
         return getattr(exc.__cause__, "sqlstate", None) in _RETRYABLE

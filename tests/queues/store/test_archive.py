@@ -10,8 +10,16 @@ import pytest
 from django.db import connection
 from django.db.models import Count, Sum
 
-from queues.api import Job, JobOutcome, JobQueue, MockClock
-from queues.models import ArchivedJob, AttemptCount, CompletionCount, FailedAttempt, JobCount
+from queues.api import Job, JobGroup, JobOutcome, JobQueue, MockClock
+from queues.models import (
+    ArchivedJob,
+    AttemptCount,
+    CompletionCount,
+    FailedAttempt,
+    JobCount,
+    JobDependency,
+    JobTag,
+)
 from queues.models import Job as JobRow
 from queues.options import DequeueOptions
 from tests.queues.conftest import unique_queue
@@ -65,16 +73,11 @@ def test_an_archive_batch_that_fails_leaves_every_job_where_it_was(monkeypatch):
     ids = finished(queue, name, 3)
     queue.clock.advance(WEEK * 2)
 
-    queryset = type(JobRow.objects.none())
-    delete = queryset.delete
+    def broken(rows):  # after the jobs' delete: the archive's insert fails
+        assert not JobRow.objects.filter(id__in=ids).exists()
+        raise RuntimeError("lost connection")
 
-    def broken(rows):  # after the archive's rows went in: the jobs' delete fails
-        if rows.model is JobRow:
-            assert ArchivedJob.objects.filter(id__in=ids).count() == 3
-            raise RuntimeError("lost connection")
-        return delete(rows)
-
-    monkeypatch.setattr(queryset, "delete", broken)
+    monkeypatch.setattr(queue.store, "insert_archived", broken)
     with pytest.raises(RuntimeError):
         queue.archive_jobs(WEEK, queue_name=name)
     monkeypatch.undo()
@@ -82,6 +85,43 @@ def test_an_archive_batch_that_fails_leaves_every_job_where_it_was(monkeypatch):
     assert JobRow.objects.filter(id__in=ids).count() == 3
     assert queue.archive_jobs(WEEK, queue_name=name) == 3  # the retry moves them once
     assert ArchivedJob.objects.filter(id__in=ids).count() == 3
+    connection.close()
+
+
+def test_the_move_leaves_no_history_tag_or_edge_behind_and_the_counts_exact():
+    queue = JobQueue(clock=MockClock())
+    name = unique_queue("archive_rows")
+    first = Job(queue_name=name, tags=["eu", "vip"])
+    second = Job(queue_name=name, tags=["eu"])
+    queue.enqueue_workflow(JobGroup("wf").add_job(first).then(second))
+    for _ in range(2):
+        runs = queue.dequeue(name)
+        queue.finish_job_runs([(run, JobOutcome.completed()) for run in runs])
+    failed = finished(queue, name, 2, JobOutcome.dead("no"))
+    tagged = queue.enqueue(Job(queue_name=name, tags=["us"]))
+    runs = queue.dequeue(name)
+    queue.finish_job_runs([(run, JobOutcome.completed()) for run in runs])
+    kept = queue.enqueue(Job(queue_name=name, tags=["eu"]))
+    moved = [first.id, second.id, *failed, tagged]
+    assert JobTag.objects.filter(job_id__in=moved).count() == 4
+    assert FailedAttempt.objects.filter(job_id__in=failed).count() == 2
+    assert JobDependency.objects.filter(parent_id=first.id, job_id=second.id).exists()
+    queue.clock.advance(WEEK * 2)
+
+    assert queue.archive_jobs(WEEK, queue_name=name) == 5
+    assert not JobRow.objects.filter(id__in=moved).exists()
+    assert not JobTag.objects.filter(job_id__in=moved).exists()
+    assert not FailedAttempt.objects.filter(job_id__in=moved).exists()
+    assert not JobDependency.objects.filter(job_id__in=moved).exists()
+    assert not JobDependency.objects.filter(parent_id__in=moved).exists()
+    assert list(JobTag.objects.filter(job_id=kept).values_list("tag", flat=True)) == ["eu"]
+    jobs = _counters(name)[0]
+    assert {s: n for s, n in jobs.items() if n} == _table_counts(name) == {"Pending": 1}
+    archived = {row.id: row for row in ArchivedJob.objects.filter(id__in=moved)}
+    assert set(archived) == set(moved)
+    assert archived[first.id].tags == ["eu", "vip"]
+    assert queue.get_archived_job(first.id).dependents == [second.id]
+    assert [a.failures for a in map(archived.get, failed)] == [1, 1]
     connection.close()
 
 
