@@ -12,6 +12,7 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
+from queues.engine import unique
 from queues.engine.core import QueuePart
 from queues.store.archived import Archivable, Archived, unpack_row
 from queues.validation import parse_job_id, validate_queue_name
@@ -52,17 +53,22 @@ class Archives(QueuePart):
         _whole(limit, "limit", allow_none=True)
         if queue_name is not None:
             validate_queue_name(queue_name)
-        selection = Archivable(self.now() - older_than, queue_name)
+        # A job that still holds its unique key stays: archived, it would free the key.
+        selection = Archivable(self.now() - older_than, queue_name, self._holds_key)
         total = 0
         while limit is None or total < limit:
             size = batch_size if limit is None else min(batch_size, limit - total)
+            staying = len(selection.staying)
             moved = self._atomic(partial(self.store.archive_selected, selection, size, self.now()))
             total += len(moved)
             if progress is not None and moved:
                 progress(total)
-            if len(moved) < size:
+            if len(moved) + len(selection.staying) - staying < size:
                 break
         return total
+
+    def _holds_key(self, job) -> bool:
+        return unique.holds(job, self.now())
 
     def count_archivable(self, older_than: timedelta, queue_name: str | None = None) -> int:
         """How many jobs `archive_jobs` would consider (their group and dependents aside on

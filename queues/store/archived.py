@@ -39,12 +39,17 @@ class Archivable:
     """The jobs an archive moves (a `Selection`): finished (Completed, Failed, Dead or
     TimedOut) before `cutoff` as a purge reads it, not recurring, in no batch or workflow or
     in one that finished (its tallies no longer move), and with no dependent that has not
-    finished (one still waits for it); of `queue` only if given. The memory store answers
+    finished (one still waits for it), and not kept by the engine's `stays` (a unique key
+    still held); of `queue` only if given. The memory store answers
     the last two itself (`group_open`, `waited_for`): a row alone cannot tell them."""
 
-    def __init__(self, cutoff: datetime, queue: str | None = None) -> None:
+    def __init__(self, cutoff: datetime, queue: str | None = None, stays=None) -> None:
         self.cutoff = cutoff
         self.queue = queue
+        #: A rule of the engine's that a row read whole may still keep a job in the table
+        #: (its unique key still held), and the ids it kept: later batches pass them by.
+        self.stays = stays
+        self.staying: set = set()
         #: Where the walk of Completed jobs got to: a batch's newest `completed_at`. The
         #: next batch starts there instead of walking again past the index entries of the
         #: rows just moved (dead until a VACUUM). Rows an archiver skipped below it (another
@@ -87,7 +92,17 @@ class Archivable:
         )
         if self.queue is not None:
             rows = rows.filter(queue_name=self.queue)
+        if self.staying:
+            rows = rows.exclude(pk__in=sorted(self.staying, key=str))
         return rows.filter(~Exists(waiting))
+
+    def sort_out(self, jobs: list[Job]) -> list[Job]:
+        """Of `jobs` (read whole, locked), those that go; `stays` keeps the others."""
+        if self.stays is None:
+            return jobs
+        kept = {job.id for job in jobs if self.stays(job)}
+        self.staying |= kept
+        return [job for job in jobs if job.id not in kept]
 
     def matches(self, job: Job) -> bool:
         """The rule a row alone can test (its time, status, schedule and queue)."""

@@ -26,7 +26,8 @@ class MemoryArchive:
         return not group and not waited_for(statuses)
 
     def archive_selected(self, selection, limit: int, now) -> list[UUID]:
-        rows = [job for job in self._selected(selection) if self._archivable(job)][:limit]
+        rows = [job for job in self._selected(selection) if self._archivable(job)]
+        rows = selection.sort_out(rows)[:limit]
         for job in rows:
             children = list(self.children.get(job.id, []))
             history = list(self.attempts.get(job.id, []))

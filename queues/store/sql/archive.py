@@ -41,6 +41,8 @@ class SqlArchive:
 
     def archive_selected(self, selection, limit: int, now: datetime) -> list[uuid.UUID]:
         jobs = self._lock_some(selection, limit)  # whole rows: every column is archived
+        if hasattr(selection, "sort_out"):
+            jobs = selection.sort_out(jobs)
         if not jobs:
             return []
         ids = [job.id for job in jobs]

@@ -227,3 +227,31 @@ def test_a_restore_that_met_a_key_taken_meanwhile_is_tried_again(queue, monkeypa
     monkeypatch.setattr(queue.store, "restore_archived", raced)
     assert queue.restore([done]) == [done] and len(tries) == 2
     assert queue.get_job(done).status == JobStatus.COMPLETED
+
+
+def test_a_job_that_still_holds_its_unique_key_stays_until_it_does_not(queue):
+    """Archived, it would free its key; the run goes past it, however many such jobs come
+    first (more than a batch here)."""
+    name = unique_queue("archive_held")
+    held = [
+        queue.enqueue(Job(queue_name=name, unique_key=f"s{i}", unique_statuses=["Completed"]))
+        for i in range(3)
+    ]
+    period = queue.enqueue(Job(queue_name=name, unique_key="p", unique_period=timedelta(days=30)))
+    plain = [queue.enqueue(Job(queue_name=name, unique_key=f"k{i}")) for i in range(2)]
+    for run in queue.dequeue(name, DequeueOptions.batch(10)):
+        queue.finish_job_run(run, JobOutcome.completed())
+    queue.clock.advance(WEEK + timedelta(seconds=1))
+
+    assert queue.archive_jobs(WEEK, batch_size=2) == 2
+    assert all(queue.get_archived_job(job_id) for job_id in plain)
+    assert all(queue.get_job(job_id) is not None for job_id in [*held, period])
+    duplicate = queue.enqueue_unique(
+        Job(queue_name=name, unique_key="s0", unique_statuses=["Completed"])
+    )
+    assert not duplicate.created and duplicate.id == held[0]
+
+    queue.clock.advance(timedelta(days=30))  # the period is over; the statuses still hold
+    assert queue.archive_jobs(WEEK, batch_size=2) == 1
+    assert queue.get_archived_job(period) is not None
+    assert all(queue.get_job(job_id) is not None for job_id in held)
