@@ -80,10 +80,17 @@ def validate_label(value: object, what: str, error: type[InvalidJob]) -> str:
     return value
 
 
-def check_json(value: object, what: str, error: type[InvalidJob] = InvalidPayload) -> None:
+class StoredJSON(str):
+    """A value's JSON text as `check_json` encoded it: a write stores it as it is (see
+    `queues.store.sql.store.json_text`) instead of encoding the value again."""
+
+    __slots__ = ()
+
+
+def check_json(value: object, what: str, error: type[InvalidJob] = InvalidPayload) -> str:
     """`value` can be stored in a JSON column of every database: serialisable, finite, at
     most MAX_PAYLOAD_BYTES of UTF-8, nested at most MAX_JSON_NESTING deep, with no NUL
-    character and no unpaired surrogate in its strings."""
+    character and no unpaired surrogate in its strings. Returns its JSON text."""
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except RecursionError as exc:
@@ -101,6 +108,7 @@ def check_json(value: object, what: str, error: type[InvalidJob] = InvalidPayloa
         raise error(f"{what} contains a NUL character")
     if text.count("[") + text.count("{") > MAX_JSON_NESTING and _nesting(value) > MAX_JSON_NESTING:
         raise error(f"{what} is nested more than {MAX_JSON_NESTING} deep")
+    return text
 
 
 def check_meta(meta: object) -> dict:

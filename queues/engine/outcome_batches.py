@@ -13,7 +13,13 @@ from uuid import UUID
 from queues import signals
 from queues.engine import effects, history
 from queues.engine.core import QueueCore
-from queues.engine.outcomes import JobOutcome, Plan, RecordedOutcome, plan_outcome
+from queues.engine.outcomes import (
+    JobOutcome,
+    Plan,
+    RecordedOutcome,
+    plan_outcome,
+    stored_result,
+)
 from queues.enums import JobStatus
 from queues.models import FailedAttempt, Job
 
@@ -129,7 +135,10 @@ def complete_free(
     asked = [job for job in checking if job.run_token is not None]
     if not indexes and not asked:
         return {}, set()
-    runs = [(finished[i][0].id, finished[i][0].run_token, finished[i][1].result) for i in indexes]
+    runs = [
+        (finished[i][0].id, finished[i][0].run_token, stored_result(finished[i][1]))
+        for i in indexes
+    ]
     written, tokens = queue.store.complete_free_runs(runs, now, [job.id for job in asked])
     startable = {job.id for job in asked if tokens.get(job.id) == job.run_token}
     if on_checked is not None and asked:
@@ -147,7 +156,7 @@ def _complete(queue: QueueCore, finished, indexes, token, now, results, grouped,
     statement for them all; answers and effects as `_record_each`'s. A job listed twice is
     written once, and its effects taken once."""
     ids = [finished[i][0].id for i in indexes]
-    values = [finished[i][1].result for i in indexes]
+    values = [stored_result(finished[i][1]) for i in indexes]
     written = queue.store.complete_runs(ids, token, now, values)
     seen: set[UUID] = set()
     for i in indexes:

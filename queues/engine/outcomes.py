@@ -17,7 +17,7 @@ from queues.enums import FAILURE_STATUSES, AttemptEnd, DependencyStatus, JobStat
 from queues.models import ReaperRun
 from queues.retry import RetryStrategy
 from queues.text import MAX_TRACEBACK, storable, storable_label
-from queues.validation import check_json, check_time
+from queues.validation import StoredJSON, check_json, check_time
 
 LEASE_EXPIRED_ERROR = (
     "Job lease expired while Running; the worker is presumed dead and the job was reclaimed"
@@ -144,12 +144,20 @@ _RUN_CLEARED = {"run_token": None, "lease_expires_at": None}
 
 
 def check_outcome(outcome: JobOutcome) -> None:
-    """Refuse an outcome that is not a `JobOutcome`, or whose result cannot be stored."""
+    """Refuse an outcome that is not a `JobOutcome`, or whose result cannot be stored. A
+    completion's checked result keeps its JSON text (`stored_result`): one encoding a job."""
     if not isinstance(outcome, JobOutcome):
         raise TypeError("outcome must be a JobOutcome")
-    if outcome.kind == "completed" and outcome.result is not None:
-        check_json(outcome.result, "result")
+    checked = "_stored" in outcome.__dict__
+    if outcome.kind == "completed" and outcome.result is not None and not checked:
+        text = StoredJSON(check_json(outcome.result, "result"))
+        object.__setattr__(outcome, "_stored", text)
     check_time(outcome.retry_at, "a retry time")
+
+
+def stored_result(outcome: JobOutcome):
+    """What a completion's write stores: the JSON text its check made, else the result."""
+    return outcome.__dict__.get("_stored", outcome.result)
 
 
 def reaper_outcome(job, now: datetime, ended_by: str = AttemptEnd.LEASE_EXPIRED) -> JobOutcome:

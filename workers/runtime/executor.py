@@ -220,6 +220,11 @@ def _call_in_thread(handler, job: Job, timeout: float) -> Any:
         raise HandlerTimeout(thread) from None
 
 
+#: What most handlers return: never awaitable, and cheaper to tell by type than by
+#: `inspect.isawaitable`'s checks.
+_PLAIN = frozenset({type(None), dict, list, str, int, float, bool})
+
+
 def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Execution:
     """Call `handler(job)` and say how the run ended: its return value is the result, an
     exception a failed run (or an interrupted one, if the database went away), running past
@@ -230,7 +235,7 @@ def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Ex
             value = _call(handler, job)
         else:
             value = _call_in_thread(handler, job, seconds)
-        if inspect.isawaitable(value):
+        if type(value) not in _PLAIN and inspect.isawaitable(value):
             value = loop.run(value, seconds, job)
     except HandlerTimeout as exc:
         return Execution(JobOutcome.timed_out(f"Job timed out after {seconds:g}s"), exc.thread)

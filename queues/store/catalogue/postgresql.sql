@@ -28,6 +28,8 @@ WHERE EXISTS (
 -- checked here, inside the claim. `status` is a literal so the partial index applies.
 -- `claimed_by` names the worker process that claims (NULL if the caller names none), so that
 -- its supervisor can hand its jobs back at once if it dies.
+-- It returns every column but the six it sets from its parameters: the store stamps
+-- those (`SqlRuns.claim`), so that no row sends them back to be converted again.
 WITH picked AS (
     SELECT id FROM queues_job
     WHERE queue_name = %(queue)s AND status = 'Pending' AND scheduled_at <= %(now)s
@@ -43,7 +45,13 @@ SET status = 'Running', attempts = j.attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
     run_token = %(token)s, claimed_by = %(claimed_by)s
 FROM picked WHERE j.id = picked.id
-RETURNING j.*
+RETURNING
+    j.id, j.queue_name, j.payload, j.priority, j.attempts, j.max_attempts, j.created_at,
+    j.scheduled_at, j.completed_at, j.failed_at, j.timed_out_at, j.error_message,
+    j.timeout, j.retry_strategy, j.result, j.cron_schedule, j.timezone, j.next_run_at,
+    j.recurring, j.batch_id, j.workflow_id, j.depends_on, j.dependency_status,
+    j.unique_key, j.unique_scope, j.unique_slot, j.schedule_name, j.schedule_removed_at,
+    j.tags, j.meta, j.task_priority, j.trace_context
 
 -- name: claim_batch_at_level
 -- claim_batch restricted to one priority level (weighted claims fill a batch level by level).
@@ -63,7 +71,13 @@ SET status = 'Running', attempts = j.attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
     run_token = %(token)s, claimed_by = %(claimed_by)s
 FROM picked WHERE j.id = picked.id
-RETURNING j.*
+RETURNING
+    j.id, j.queue_name, j.payload, j.priority, j.attempts, j.max_attempts, j.created_at,
+    j.scheduled_at, j.completed_at, j.failed_at, j.timed_out_at, j.error_message,
+    j.timeout, j.retry_strategy, j.result, j.cron_schedule, j.timezone, j.next_run_at,
+    j.recurring, j.batch_id, j.workflow_id, j.depends_on, j.dependency_status,
+    j.unique_key, j.unique_scope, j.unique_slot, j.schedule_name, j.schedule_removed_at,
+    j.tags, j.meta, j.task_priority, j.trace_context
 
 -- name: mark_claimed
 -- Nothing: claim_batch marks the rows it locks in the same statement.

@@ -20,7 +20,8 @@ WHERE EXISTS (
 
 -- name: claim_batch
 -- One statement per batch, inside the IMMEDIATE transaction that serialises writers.
--- `claimed_by` names the claiming worker process (see postgresql.sql).
+-- `claimed_by` names the claiming worker process; the columns it sets from its
+-- parameters are stamped by the store, not returned (see postgresql.sql).
 UPDATE queues_job
 SET status = 'Running', attempts = attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
@@ -34,7 +35,12 @@ WHERE id IN (
     ORDER BY priority DESC, task_priority DESC, scheduled_at, id
     LIMIT %(limit)s
 )
-RETURNING *
+RETURNING
+    id, queue_name, payload, priority, attempts, max_attempts, created_at, scheduled_at,
+    completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy, result,
+    cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
+    dependency_status, unique_key, unique_scope, unique_slot, schedule_name,
+    schedule_removed_at, tags, meta, task_priority, trace_context
 
 -- name: claim_batch_at_level
 -- claim_batch restricted to one priority level (weighted claims fill a batch level by level).
@@ -52,7 +58,12 @@ WHERE id IN (
     ORDER BY task_priority DESC, scheduled_at, id
     LIMIT %(limit)s
 )
-RETURNING *
+RETURNING
+    id, queue_name, payload, priority, attempts, max_attempts, created_at, scheduled_at,
+    completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy, result,
+    cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
+    dependency_status, unique_key, unique_scope, unique_slot, schedule_name,
+    schedule_removed_at, tags, meta, task_priority, trace_context
 
 -- name: mark_claimed
 -- Nothing: claim_batch marks the rows it picks in the same statement.

@@ -28,6 +28,7 @@ from queues.models import (
     WorkerProcess,
     Workflow,
 )
+from queues.validation import StoredJSON
 
 #: The JSON columns (of jobs, then of worker processes): stored as the database would store
 #: them (a JSON round trip).
@@ -55,7 +56,8 @@ def stored(value, name: str):
     """A column value as the database would store it: JSON through a JSON round trip, times
     in UTC."""
     if name in JSON_FIELDS and value is not None:
-        return json.loads(json.dumps(value))
+        # A value its check encoded already (`StoredJSON`) is that text's value.
+        return json.loads(value if type(value) is StoredJSON else json.dumps(value))
     if isinstance(value, datetime):
         if timezone.is_naive(value):  # as Django's DateTimeField takes it
             warnings.warn(

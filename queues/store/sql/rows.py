@@ -17,6 +17,11 @@ _ORDER = [f.column for f in Job._meta.concrete_fields]
 _ATTNAMES = [f.attname for f in Job._meta.concrete_fields]
 
 
+#: The JSON texts most JSON columns of a claimed job hold (no tags, meta or dependencies),
+#: made without a JSON decode: a new empty list or dict for each row, as the decode gives.
+_EMPTIES = {"[]": list, "{}": dict}
+
+
 class RowReader:
     """Builds jobs from rows whose columns are named in the cursor description.
 
@@ -28,38 +33,56 @@ class RowReader:
         self.connection = connection
         self._plans: dict[tuple[str, ...], list] = {}
 
-    def _plan(self, columns: tuple[str, ...]):
+    def _plan(self, columns: tuple[str, ...], stamped: tuple[str, ...] = ()):
         """For a column layout: a getter of the fields' values in field order, and the
-        (index, converters, expression) of each field that has converters."""
-        plan = self._plans.get(columns)
+        (index, converters, expression, empties) of each field that has converters (empties:
+        a JSON field's `_EMPTIES`)."""
+        plan = self._plans.get((columns, stamped))
         if plan is None:
-            positions = {c: i for i, c in enumerate(columns)}
+            # A stamped column's value follows the row's (`read`): a Python value already. A
+            # column the rows hold is read from them.
+            positions = {c: len(columns) + i for i, c in enumerate(stamped)}
+            positions.update((c, i) for i, c in enumerate(columns))
+            missing = [column for column in _ORDER if column not in positions]
+            if missing:
+                raise ValueError(f"the rows have no {', '.join(missing)} for a Job")
             converted = []
             for index, column in enumerate(_ORDER):
+                if column in stamped and column not in columns:
+                    continue
                 field = _FIELDS[column]
                 expression = field.get_col(Job._meta.db_table)
                 converters = self.connection.ops.get_db_converters(
                     expression
                 ) + field.get_db_converters(self.connection)
                 if converters:
-                    converted.append((index, converters, expression))
+                    empties = _EMPTIES if field.get_internal_type() == "JSONField" else None
+                    converted.append((index, converters, expression, empties))
             plan = itemgetter(*(positions[column] for column in _ORDER)), converted
-            self._plans[columns] = plan
+            self._plans[columns, stamped] = plan
         return plan
 
-    def read(self, description: Sequence, rows: Iterable[Sequence]) -> list[Job]:
+    def read(
+        self, description: Sequence, rows: Iterable[Sequence], stamp: dict | None = None
+    ) -> list[Job]:
+        """The jobs of `rows`; `stamp` gives the columns (by name) that the rows leave out,
+        the same for every row (the values a claim set from its parameters)."""
         columns = tuple(d[0] for d in description)
-        getter, converted = self._plan(columns)
+        stamped = tuple(stamp) if stamp else ()
+        getter, converted = self._plan(columns, stamped)
+        extra = tuple(stamp.values()) if stamp else ()
         alias = self.connection.alias
         build = _builder()
         jobs = []
         for row in rows:
-            values = list(getter(row))  # every field, in one C call
-            for index, converters, expression in converted:
+            values = list(getter((*row, *extra) if extra else row))  # every field, in C
+            for index, converters, expression, empties in converted:
                 value = values[index]
                 # Every converter Django has for these fields (vendor's and field's) maps
                 # NULL to None: a NULL column costs nothing, however many a row has.
-                if value is not None:
+                if empties is not None and type(value) is str and value in empties:
+                    values[index] = empties[value]()  # a job's tags, meta, depends_on
+                elif value is not None:
                     for converter in converters:
                         value = converter(value, expression, self.connection)
                     values[index] = value

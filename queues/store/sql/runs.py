@@ -18,6 +18,19 @@ from queues.store.match import ClaimParams
 from queues.store.sql.each import each_row
 
 
+def claim_stamp(params: ClaimParams) -> dict:
+    """The columns a claim sets from its parameters, by name, as its jobs then hold them:
+    the claim does not return them (see the catalogue's claim_batch)."""
+    return {
+        "status": JobStatus.RUNNING.value,
+        "started_at": params.now,
+        "last_heartbeat_at": params.now,
+        "lease_expires_at": params.lease_expires_at,
+        "run_token": params.token,
+        "claimed_by": params.claimed_by,
+    }
+
+
 class SqlRuns:
     """The claims and the runs of `SqlStore` (which gives `cursor`, `queries`, the parameter
     adapters, `_jobs` and `_configs`)."""
@@ -65,7 +78,7 @@ class SqlRuns:
             name = "claim_batch_at_level"
         with self.cursor() as cursor:
             cursor.execute(self.queries[name], values)
-            return self.reader.read(cursor.description, cursor.fetchall())
+            return self.reader.read(cursor.description, cursor.fetchall(), claim_stamp(params))
 
     def lock_queue_limit(self, queue: str) -> QueueConfig | None:
         rows = self._configs().raw(self.queries["lock_queue_limit"], {"queue": queue})

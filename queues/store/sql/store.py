@@ -24,6 +24,7 @@ from queues.store.sql.rows import RowReader
 from queues.store.sql.runs import SqlRuns
 from queues.store.sql.upkeep import SqlUpkeep
 from queues.tags import JobTag, tag_rows
+from queues.validation import StoredJSON
 
 #: Rows per INSERT statement of a bulk insert.
 INSERT_BATCH = 500
@@ -37,8 +38,12 @@ INSERT_BYTES = 4 * 1024 * 1024
 def json_text(field, value) -> str | None:
     """The text a JSON column stores for `value` (None: SQL NULL): what Django writes for a
     JSONField on every backend, its encoder's `json.dumps` (which PostgreSQL's Jsonb
-    adapter wraps)."""
-    return None if value is None else json.dumps(field.get_prep_value(value), cls=field.encoder)
+    adapter wraps); a result's text that its check made already (`StoredJSON`), as it is."""
+    if value is None:
+        return None
+    if type(value) is StoredJSON:
+        return str(value)
+    return json.dumps(field.get_prep_value(value), cls=field.encoder)
 
 
 def _column_adapter(field):

@@ -3,6 +3,7 @@ time-outs, explicit retries and recurring jobs rescheduled in place."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -20,6 +21,8 @@ from queues.api import (
     PartialFailureMode,
     RetryStrategy,
 )
+from queues.engine.outcomes import check_outcome, stored_result
+from queues.validation import StoredJSON
 from tests.queues.conftest import unique_queue
 
 
@@ -40,6 +43,26 @@ def test_completed_stores_the_result(queue):
     assert stored.result == {"sum": 3}
     assert stored.completed_at == queue.clock.now()
     assert stored.lease_expires_at is None
+
+
+def test_a_result_is_encoded_once_by_its_check_and_stored_as_its_value(queue):
+    """The check of a completion keeps the JSON text it made; the write stores that text
+    (not a second encoding), and the job's result is the value, not the text."""
+    name = unique_queue("text")
+    job_id = queue.enqueue(Job(queue_name=name))
+    run = claim(queue, name)
+    value = {"é": [1, 2.5, None], "n": "x"}
+    outcome = JobOutcome.completed(value)
+    check_outcome(outcome)
+    text = stored_result(outcome)
+    assert isinstance(text, StoredJSON) and json.loads(text) == value
+    check_outcome(outcome)
+    assert stored_result(outcome) is text, "checked twice, encoded twice"
+    (recorded,), _, _ = queue.write_runs([(run, outcome)], [])
+    assert recorded.status == JobStatus.COMPLETED
+    stored = queue.get_job(job_id)
+    assert stored.result == value and isinstance(stored.result, dict)
+    assert run.result is value
 
 
 def test_failures_back_off_until_attempts_run_out_then_dead(queue):
