@@ -172,6 +172,7 @@ def normalize_id(value: object) -> str:
 
 
 #: The times a job may be given; each is checked (aware, within UTC's range) and kept in UTC.
+_PRIORITIES = frozenset(JobPriority)
 _TIME_FIELDS = [
     "scheduled_at",
     "next_run_at",
@@ -238,7 +239,7 @@ def validate_job(job, now) -> None:
     job.tags = check_tags(job.tags)
     job.meta = check_meta(job.meta)
     priority = job.priority
-    if isinstance(priority, bool) or priority not in set(JobPriority):
+    if isinstance(priority, bool) or priority not in _PRIORITIES:
         raise InvalidPriority(f"unknown priority: {priority!r} (use JobPriority)")
     job.priority = JobPriority(priority)
     for name in ("max_attempts", "attempts"):

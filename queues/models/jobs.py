@@ -10,6 +10,8 @@ from datetime import timedelta
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 
 from queues.enums import PRIORITY_CHOICES, DependencyStatus, JobPriority, JobStatus
@@ -206,7 +208,8 @@ class Job(models.Model):
         ]
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        if args or not _built_from_keywords(self, kwargs):
+            super().__init__(*args, **kwargs)
         # A new job is due when it is built: one instant for both, so that the delay
         # (scheduled_at - created_at) is exactly zero unless the caller set one.
         if not args and "scheduled_at" not in kwargs:
@@ -291,3 +294,37 @@ class JobDependency(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} waits for {self.parent_id}"
+
+
+def _built_from_keywords(job: Job, kwargs: dict) -> bool:
+    """`Model.__init__` for a new job built from its fields' names (`Job(queue_name=...)`),
+    what an enqueue's caller does for every job: each field its keyword's value or its
+    default, in the model's order, as Django sets them. Django's own loop raises and catches
+    a KeyError for every field not given (about two thirds of a job's construction). False,
+    and nothing done, where Django's path is needed: a receiver of `pre_init` or `post_init`
+    for jobs, or a keyword that is not a column's attribute (a related object, a property,
+    a mistake for Django to report)."""
+    fields = _KEYWORD_FIELDS or _keyword_fields()
+    if not fields.keys() >= kwargs.keys():
+        return False
+    if pre_init.has_listeners(Job) or post_init.has_listeners(Job):
+        return False
+    job._state = ModelState()
+    values = job.__dict__
+    for attname, default in fields.items():
+        values[attname] = kwargs[attname] if attname in kwargs else default()
+    return True
+
+
+def _keyword_fields() -> dict:
+    # Filled once, at the first job built: each concrete field's attribute name and its
+    # default, a new value each call, as Django's path makes it: the callable that
+    # `Field.get_default` calls (Django's own cache of it), else that method.
+    _KEYWORD_FIELDS.update(
+        (f.attname, getattr(f, "_get_default", None) or f.get_default)
+        for f in Job._meta.concrete_fields
+    )
+    return _KEYWORD_FIELDS
+
+
+_KEYWORD_FIELDS: dict = {}

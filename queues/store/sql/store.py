@@ -53,16 +53,44 @@ def _column_adapter(field):
         read = partial(field.pre_save, add=True)
     else:  # what pre_save returns for every other field, without the call
         read = attrgetter(field.attname)
-    if field.get_internal_type() == "JSONField":
+    kind = field.get_internal_type()
+    if kind == "JSONField":
         # Not the adapter that get_db_prep_save gives on PostgreSQL: the text it would send.
-        return lambda job, connection: json_text(field, read(job))
+        # An empty list or dict (most jobs' tags, meta and dependencies) is its text at once.
+        def adapt_json(job, connection):
+            value = read(job)
+            if not value and type(value) in _EMPTY_JSON:
+                return _EMPTY_JSON[type(value)]
+            return json_text(field, value)
+
+        return adapt_json
     save = field.get_db_prep_save
+    # The values that every vendor's get_db_prep_save and `_as_json` give back as they are
+    # (or a boolean as 0 or 1), told by their exact type: no call through the field.
+    plain = _PLAIN_TYPES.get(kind)
 
     def adapt(job, connection):
         value = read(job)
-        return None if value is None else _as_json(save(value, connection))
+        if value is None:
+            return None
+        if type(value) is plain:
+            return int(value) if plain is bool else value
+        return _as_json(save(value, connection))
 
     return adapt
+
+
+#: By field type, the value type that a column stores as it is (`_column_adapter`).
+_PLAIN_TYPES = {
+    "CharField": str,
+    "TextField": str,
+    "SmallIntegerField": int,
+    "IntegerField": int,
+    "PositiveIntegerField": int,
+    "BooleanField": bool,
+}
+#: The JSON text of an empty list and an empty dict, as `json.dumps` writes them.
+_EMPTY_JSON = {list: "[]", dict: "{}"}
 
 
 def _as_json(value):

@@ -71,7 +71,9 @@ def test_a_keyed_jobs_claim_and_run_writes_are_a_plain_jobs():
     plain = _run_statements(queue, unique_queue("cost_run_plain"), keyed=False)
     keyed = _run_statements(queue, unique_queue("cost_run_keyed"), keyed=True)
     assert plain == keyed
-    assert not [s for s in plain if "unique" in s.lower()], "no run write touches a slot"
+    # What a statement writes and how it finds its rows, not the columns a claim returns.
+    written = [s.lower().split("returning")[0] for s in plain]
+    assert not [s for s in written if "unique" in s], "no run write touches a slot"
 
 
 def test_the_slot_index_holds_only_jobs_with_a_key(vendor):
