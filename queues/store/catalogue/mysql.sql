@@ -20,10 +20,17 @@ WHERE EXISTS (
 )
 
 -- name: claim_batch
--- Locks up to `limit` claimable rows in claim order, skipping rows other claimers hold.
+-- Locks up to `limit` claimable rows in claim order, skipping rows other claimers hold. It
+-- reads every column but the six that mark_claimed sets (the store fills those in).
 -- The pause subquery takes no lock: a locking clause on the outer SELECT does not lock the
 -- rows of a nested subquery.
-SELECT * FROM queues_job
+SELECT
+    id, queue_name, payload, priority, attempts, max_attempts, created_at, scheduled_at,
+    completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy, result,
+    cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
+    dependency_status, unique_key, unique_scope, unique_slot, schedule_name,
+    schedule_removed_at, tags, meta, task_priority, trace_context
+FROM queues_job
 WHERE queue_name = %(queue)s AND status = 'Pending' AND scheduled_at <= %(now)s
   AND dependency_status IN ('none', 'satisfied')
   AND (cron_schedule IS NULL OR recurring)
@@ -34,7 +41,13 @@ FOR UPDATE SKIP LOCKED
 
 -- name: claim_batch_at_level
 -- claim_batch restricted to one priority level (weighted claims fill a batch level by level).
-SELECT * FROM queues_job
+SELECT
+    id, queue_name, payload, priority, attempts, max_attempts, created_at, scheduled_at,
+    completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy, result,
+    cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
+    dependency_status, unique_key, unique_scope, unique_slot, schedule_name,
+    schedule_removed_at, tags, meta, task_priority, trace_context
+FROM queues_job
 WHERE queue_name = %(queue)s AND status = 'Pending' AND priority = %(priority)s
   AND scheduled_at <= %(now)s
   AND dependency_status IN ('none', 'satisfied')

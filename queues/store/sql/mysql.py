@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from django.db import DatabaseError
 
-from queues.enums import JobStatus
 from queues.store.base import ClaimParams
 from queues.store.sql.store import SqlStore
 
@@ -38,11 +37,6 @@ class MySQLStore(SqlStore):
                     "claimed_by": self.uuid(params.claimed_by),
                 },
             )
-        for job in jobs:
-            job.status = JobStatus.RUNNING
+        for job in jobs:  # the rest as the base claim stamped it (`claim_stamp`)
             job.attempts += 1
-            job.started_at = job.last_heartbeat_at = params.now
-            job.lease_expires_at = params.lease_expires_at
-            job.run_token = params.token
-            job.claimed_by = params.claimed_by
         return jobs
