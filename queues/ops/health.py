@@ -5,10 +5,12 @@ those of the metrics (`queues.ops.metrics`). See docs/design/maintenance.md."""
 
 from __future__ import annotations
 
+import pkgutil
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, connections
+from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
 from queues.enums import JobStatus
@@ -27,6 +29,21 @@ def database_problem(using: str = "default") -> str | None:
         connections[using].close()  # a broken connection must not be reused
         return f"database {using!r} does not answer: {first_line(exc)}"
     return None
+
+
+def unapplied_migrations(using: str = "default") -> list[str]:
+    """The names of Hammerweb's migrations that the database `using` has not applied (all
+    of them on a database never migrated): one query, without loading the migration graph.
+    A connection fault is raised for the caller to retry."""
+    import queues.migrations
+
+    connection = connections[using]
+    names = {module.name for module in pkgutil.iter_modules(queues.migrations.__path__)}
+    recorder = MigrationRecorder(connection)
+    if not recorder.has_table():
+        return sorted(names)
+    applied = {name for app, name in recorder.applied_migrations() if app == "queues"}
+    return sorted(names - applied)
 
 
 def first_line(exc: BaseException) -> str:

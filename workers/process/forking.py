@@ -19,6 +19,8 @@ from typing import NoReturn
 
 from django.db import connections
 
+STOPS = (signal.SIGTERM, signal.SIGINT)
+
 
 def fork_refused() -> str | None:
     """Why this process must not fork a worker process now; None if it may."""
@@ -43,28 +45,35 @@ def close_connections() -> None:
         connection.close()
 
 
-def fork(main: Callable[[], int], *, own_group: bool) -> int:
+def fork(main: Callable[[], int], *, own_group: bool, on_stop=signal.SIG_DFL) -> int:
     """Fork; the child runs `main` and exits with what it returns (an exception: its
     traceback and 1), never returning here. Returns the child's pid. `own_group`: a
-    process group of its own, so that a terminal's Ctrl-C reaches the supervisor alone."""
+    process group of its own, so that a terminal's Ctrl-C reaches the supervisor alone.
+    `on_stop`: what SIGTERM and SIGINT do in the child until `main` says otherwise."""
     close_connections()
     for stream in (sys.stdout, sys.stderr):  # else both sides would write it out
         with contextlib.suppress(Exception):
             stream.flush()
+    # Held across the fork: a stop that reached the child before it dropped the parent's
+    # handlers would set the parent's event, in the child, and the child would never drain.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
     pid = os.fork()
     if pid:
         if own_group:
             # Both sides set it, so that it is set before either goes on.
             with contextlib.suppress(OSError):
                 os.setpgid(pid, pid)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return pid
     code = 1
     try:
         if own_group:
             os.setpgid(0, 0)
-        # The supervisor's handlers stop the supervisor: the child installs its own.
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, signal.SIG_DFL)
+        # The parent's handlers stop the parent: the child installs its own. Until then a
+        # stop (held, or on its way) does what `on_stop` says, by default end it.
+        for signum in STOPS:
+            signal.signal(signum, on_stop)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         code = main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1

@@ -50,7 +50,8 @@ class ChildLifeline:
     def child_ended(self, process_id: uuid.UUID, pid: int, code: int) -> None:
         self._reap()
         if fork_refused() is None:
-            self.pids.append(fork(lambda: self._forked(process_id, pid, code), own_group=False))
+            hand_back = lambda: self._forked(process_id, pid, code)  # noqa: E731
+            self.pids.append(fork(hand_back, own_group=False, on_stop=signal.SIG_IGN))
             return
         thread = threading.Thread(
             target=self._hand_back,
@@ -65,8 +66,6 @@ class ChildLifeline:
         """The hand-back, in a process forked for it. The supervisor alone decides when it
         ends (SIGKILL on force or past its patience): the group's Ctrl-C or SIGTERM is not
         for it. It gives up when the supervisor is gone."""
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
         self.force = threading.Event()
         os.environ[SUPERVISOR_ENV] = str(os.getppid())
         watch_supervisor(self.force)

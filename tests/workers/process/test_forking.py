@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -130,3 +132,45 @@ def test_children_start_as_new_interpreters_where_forking_is_refused(runworker, 
     if how == "thread":
         assert f"start as new interpreters: threads run in this process ({THREAD_NAME})" in text
     assert {JobQueue().get_job(job_id).status for job_id in ids} == {JobStatus.COMPLETED}
+
+
+FORK_AND_STOP = """
+import os, signal, sys, time
+import django
+from django.conf import settings
+settings.configure()
+django.setup()
+from workers.process.forking import fork
+
+stopped = []
+signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))  # the parent's own drain
+on_stop = signal.SIG_IGN if sys.argv[1] == "ignore" else signal.SIG_DFL
+pid = fork(lambda: time.sleep(float(sys.argv[2])) or 0, own_group=True, on_stop=on_stop)
+os.kill(pid, signal.SIGTERM)  # before the child can have installed handlers of its own
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), len(stopped))
+"""
+
+
+@pytest.mark.parametrize(
+    ("on_stop", "ends"),
+    [("default", -signal.SIGTERM), ("ignore", 0)],
+)
+def test_a_stop_that_reaches_a_child_before_its_handlers_is_not_lost(tmp_path, on_stop, ends):
+    """A SIGTERM sent the moment a child is forked never runs the parent's handler in the
+    child (which would set the parent's event there, and the child would never drain): it
+    ends the child, or, for a hand-back that ignores stops, does nothing. The parent's own
+    handler does not run either. Twenty forks, each signalled at once."""
+    script = tmp_path / "fork_and_stop.py"
+    script.write_text(FORK_AND_STOP)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])}
+    for _ in range(20):
+        done = subprocess.run(
+            [sys.executable, str(script), on_stop, "0.3" if on_stop == "ignore" else "30"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+        assert done.stdout.split() == [str(ends), "0"], done.stderr

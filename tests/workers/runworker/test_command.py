@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import threading
 from datetime import timedelta
 
@@ -11,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from queues.api import Job, JobQueue
 from queues.models import WorkerProcess
-from tests.conftest import unique_queue
+from tests.conftest import ROOT, unique_queue
 from tests.workers.support.helpers import wait_for_status, wait_until
 from workers.process.host import ProcessSettings, WorkerProcessRuntime
 from workers.registry import job_handler, unregister
@@ -119,8 +122,11 @@ def test_a_process_whose_row_was_pruned_registers_again_at_its_next_heartbeat():
         # As the pruner does with a process that missed its heartbeats while the database
         # was away: the row goes, the process lives on.
         WorkerProcess.objects.filter(id=first.id).delete()
-        wait_until(lambda: WorkerProcess.objects.filter(id=first.id).exists(), 30,
-                   "the process never registered again")
+        wait_until(
+            lambda: WorkerProcess.objects.filter(id=first.id).exists(),
+            30,
+            "the process never registered again",
+        )
         again = WorkerProcess.objects.get()
         assert (again.hostname, again.pid, again.queues) == (first.hostname, first.pid, [name])
         assert again.last_heartbeat_at >= first.last_heartbeat_at
@@ -129,3 +135,49 @@ def test_a_process_whose_row_was_pruned_registers_again_at_its_next_heartbeat():
         thread.join(30)
     assert not thread.is_alive()
     assert not WorkerProcess.objects.exists()
+
+
+def _empty_database(tmp_path) -> tuple[str, object]:
+    """A URL of a database that answers but was never migrated, on this suite's server,
+    and how to drop it."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{tmp_path / 'empty.sqlite3'}", lambda: None
+    settings = connection.settings_dict
+    name = f"hw_unmigrated_{os.getpid()}"
+    host, port = settings["HOST"] or "127.0.0.1", settings["PORT"]
+    scheme = "postgres" if connection.vendor == "postgresql" else "mysql"
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+        cursor.execute(f"CREATE DATABASE {name}")
+
+    def drop():
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+
+    return f"{scheme}://{settings['USER']}@{host}:{port}/{name}", drop
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_never_migrated_is_refused_with_what_to_do(tmp_path):
+    """Not an outage to wait out for ever (SQLite's missing table is an OperationalError,
+    which the worker retries) nor a traceback: a clear error, exit code 1, nothing
+    registered."""
+    url, drop = _empty_database(tmp_path)
+    try:
+        done = subprocess.run(
+            [sys.executable, "manage.py", "runworker", "q", "--burst"],
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": url, "HAMMERWEB_USE_TEST_DB": "0"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        drop()
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("CommandError: database 'default' lacks"), done.stderr
+    assert "run `manage.py migrate` first" in last
+    assert "Traceback" not in done.stderr

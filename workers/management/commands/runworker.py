@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -21,10 +22,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from queues.api import JobQueue, QueueError
 from queues.ops.bulk import BulkRunner
+from queues.ops.health import unapplied_migrations
 from queues.ops.maintenance import Pruner, Reaper
 from workers import defaults
 from workers.process.arguments import add_arguments, child_args, child_ports, own_ports
 from workers.process.children import (
+    PROCESS_ID_ENV,
     CannotStart,
     assigned_process_id,
     report_failed,
@@ -69,6 +72,7 @@ class Command(BaseCommand):
 
     def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
         check_port_range(options)
+        self._check_migrated(options, stop)
         if options["processes"] > 1:
             self._supervise(options, stop, force)
             return
@@ -133,6 +137,28 @@ class Command(BaseCommand):
             report_failed(traceback.format_exception_only(exc)[-1])
             return 1
         return 0
+
+    def _check_migrated(self, options, stop: threading.Event) -> None:
+        """A database without Hammerweb's tables (or with migrations not yet applied) is
+        a set-up to fix, not an outage to wait out. A forked child skips the check: its
+        supervisor made it."""
+        if os.environ.get(PROCESS_ID_ENV):
+            return
+        using = options["database"]
+        try:
+            missing = retrying(
+                lambda: unapplied_migrations(using),
+                what="reading the applied migrations",
+                using=using,
+                give_up=stop,
+            )
+        except GaveUp:
+            return
+        if missing:
+            raise CommandError(
+                f"database {using!r} lacks {len(missing)} of Hammerweb's migrations "
+                f"(the last: queues.{missing[-1]}): run `manage.py migrate` first"
+            )
 
     def _import_handlers(self, options) -> None:
         for module in options["include"]:
