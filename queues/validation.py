@@ -80,6 +80,12 @@ def validate_label(value: object, what: str, error: type[InvalidJob]) -> str:
     return value
 
 
+#: Where `validate_job` leaves the payload's JSON text for the insert that follows (with
+#: the payload it was made of: a payload replaced since is encoded anew); the insert takes
+#: it off.
+PAYLOAD_TEXT = "_hammerweb_payload_text"
+
+
 class StoredJSON(str):
     """A value's JSON text as `check_json` encoded it: a write stores it as it is (see
     `queues.store.sql.store.json_text`) instead of encoding the value again."""
@@ -235,7 +241,9 @@ def validate_job(job, now) -> None:
     validate_queue_name(job.queue_name)
     if job.payload is None:
         raise InvalidPayload("payload must not be None (an empty payload is {})")
-    check_json(job.payload, "payload")
+    text = check_json(job.payload, "payload")
+    if text.isascii():  # then it is the text Django writes (`json.dumps`), for the insert
+        job.__dict__[PAYLOAD_TEXT] = (job.payload, StoredJSON(text))
     job.tags = check_tags(job.tags)
     job.meta = check_meta(job.meta)
     priority = job.priority

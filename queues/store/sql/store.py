@@ -10,7 +10,6 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from functools import partial
 from operator import attrgetter
 
 from django.db import DatabaseError, connections, transaction
@@ -24,7 +23,7 @@ from queues.store.sql.rows import RowReader
 from queues.store.sql.runs import SqlRuns
 from queues.store.sql.upkeep import SqlUpkeep
 from queues.tags import JobTag, tag_rows
-from queues.validation import StoredJSON
+from queues.validation import PAYLOAD_TEXT, StoredJSON
 
 #: Rows per INSERT statement of a bulk insert.
 INSERT_BATCH = 500
@@ -47,47 +46,47 @@ def json_text(field, value) -> str | None:
 
 
 def _column_adapter(field):
-    """How `job_rows` writes one column: `adapt(job, connection)`, the value Django's
-    bulk_create would bind (the field's `pre_save` and `get_db_prep_save`) as JSON."""
-    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
-        read = partial(field.pre_save, add=True)
-    else:  # what pre_save returns for every other field, without the call
-        read = attrgetter(field.attname)
+    """How `job_rows` writes one column's value: `adapt(value, connection)`, the value
+    Django's bulk_create would bind (the field's `get_db_prep_save`) as JSON."""
     kind = field.get_internal_type()
     if kind == "JSONField":
         # Not the adapter that get_db_prep_save gives on PostgreSQL: the text it would send.
         # An empty list or dict (most jobs' tags, meta and dependencies) is its text at once.
-        def adapt_json(job, connection):
-            value = read(job)
+        def adapt_json(value, connection):
             if not value and type(value) in _EMPTY_JSON:
                 return _EMPTY_JSON[type(value)]
             return json_text(field, value)
 
         return adapt_json
     save = field.get_db_prep_save
-    # The values that every vendor's get_db_prep_save and `_as_json` give back as they are
-    # (or a boolean as 0 or 1), told by their exact type: no call through the field.
-    plain = _PLAIN_TYPES.get(kind)
+    if kind == "DateTimeField":
+        # An aware datetime (what the enqueue leaves) skips get_prep_value's checks, which
+        # only make a naive one aware (with a warning); the vendor's adaptation stays.
+        def adapt_time(value, connection):
+            if type(value) is datetime and value.tzinfo is not None:
+                return _as_json(connection.ops.adapt_datetimefield_value(value))
+            return _as_json(save(value, connection))
 
-    def adapt(job, connection):
-        value = read(job)
-        if value is None:
-            return None
-        if type(value) is plain:
-            return int(value) if plain is bool else value
+        return adapt_time
+
+    def adapt(value, connection):
         return _as_json(save(value, connection))
 
     return adapt
 
 
-#: By field type, the value type that a column stores as it is (`_column_adapter`).
+class _Adapt:
+    """No value has this type: a column whose every value goes through its adapter."""
+
+
+#: By field type, the value type that a column stores as it is (`job_rows`). A boolean is
+#: not among them: it is written as 0 or 1.
 _PLAIN_TYPES = {
     "CharField": str,
     "TextField": str,
     "SmallIntegerField": int,
     "IntegerField": int,
     "PositiveIntegerField": int,
-    "BooleanField": bool,
 }
 #: The JSON text of an empty list and an empty dict, as `json.dumps` writes them.
 _EMPTY_JSON = {list: "[]", dict: "{}"}
@@ -110,8 +109,23 @@ def _as_json(value):
     return str(value)
 
 
+#: Job's columns that `pre_save` sets on an insert (auto_now and auto_now_add): none today.
+_STAMPED = [
+    field
+    for field in Job._meta.concrete_fields
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+]
+#: Every column's value of a job, in the model's order, in one call.
+_READ_ROW = attrgetter(*(field.attname for field in Job._meta.concrete_fields))
+#: By column, the one value type that every vendor's get_db_prep_save and `_as_json` give
+#: back as it is, told by its exact type (`_Adapt`: none, every value goes to the adapter).
+_AS_IS = tuple(
+    _PLAIN_TYPES.get(field.get_internal_type(), _Adapt) for field in Job._meta.concrete_fields
+)
+#: Where the payload is in a row.
+_PAYLOAD = [field.attname for field in Job._meta.concrete_fields].index("payload")
 #: `job_rows`' adapter of each of Job's columns, in the model's order.
-_COLUMN_ADAPTERS = [_column_adapter(field) for field in Job._meta.concrete_fields]
+_COLUMN_ADAPTERS = tuple(_column_adapter(field) for field in Job._meta.concrete_fields)
 
 
 class SqlStore(SqlRuns, SqlRows, SqlUpkeep, SqlArchive):
@@ -193,7 +207,19 @@ class SqlStore(SqlRuns, SqlRows, SqlUpkeep, SqlArchive):
         chunk: list[str] = []
         size = 0
         for job in jobs:
-            row = json.dumps([adapt(job, connection) for adapt in _COLUMN_ADAPTERS])
+            for field in _STAMPED:
+                field.pre_save(job, add=True)
+            # A plain value or NULL as it is, the rest through the column's adapter: one
+            # loop in C and a comprehension instead of a call a column (38 of them).
+            read = _READ_ROW(job)
+            checked = job.__dict__.pop(PAYLOAD_TEXT, None)
+            if checked is not None and checked[0] is read[_PAYLOAD]:
+                read = list(read)
+                read[_PAYLOAD] = checked[1]  # the text its check made, which Django's equals
+            row = json.dumps([
+                value if value is None or type(value) is plain else adapt(value, connection)
+                for value, plain, adapt in zip(read, _AS_IS, _COLUMN_ADAPTERS)
+            ])  # fmt: skip
             if chunk and (len(chunk) == INSERT_BATCH or size + len(row) > INSERT_BYTES):
                 yield "[" + ",".join(chunk) + "]"
                 chunk, size = [], 0

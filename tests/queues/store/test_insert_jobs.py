@@ -11,11 +11,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
+from queues.api import JobQueue
 from queues.enums import JobStatus
 from queues.models import Batch, Job, Workflow
 from queues.store import sql_store
 from queues.store.catalogue import VENDORS, queries_for
+from queues.validation import PAYLOAD_TEXT, validate_job
 
 pytestmark = pytest.mark.django_db
 
@@ -42,8 +45,14 @@ def _every_column_set(parent: Job, batch: Batch, workflow: Workflow, slot: str) 
     at = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
     return Job(
         queue_name="insert_ïñ_queue",
-        payload={"text": 'a "quoted"\nline ✓ 𝄞', "n": 2**53 + 1, "f": 1.5, "ok": False,
-                 "none": None, "nested": [{"x": []}]},  # fmt: skip
+        payload={
+            "text": 'a "quoted"\nline ✓ 𝄞',
+            "n": 2**53 + 1,
+            "f": 1.5,
+            "ok": False,
+            "none": None,
+            "nested": [{"x": []}],
+        },  # fmt: skip
         status=JobStatus.RUNNING,
         priority=4,
         attempts=2,
@@ -166,3 +175,28 @@ def test_statements_are_cut_by_size_and_a_larger_row_goes_alone(monkeypatch):
     store.insert_jobs(jobs)
     stored = Job.objects.filter(queue_name="insert_sized")
     assert stored.count() == 7 and stored.get(id=big.id).payload == big.payload
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"n": 1, "items": [1.5, "x", None, True]}, {"ünïcode": "✓", "n": [1]}],
+    ids=["ascii", "unicode"],
+)
+def test_an_enqueued_payload_is_stored_as_djangos_own_insert_stores_it(payload):
+    """The enqueue's insert writes the payload's text that its check made (an ASCII one)
+    or encodes it again: either way the column holds Django's text, to the character."""
+    ours = Job(queue_name="insert_payload", payload=payload)
+    djangos = Job(queue_name="insert_payload", payload=payload)
+    Job.objects.bulk_create([djangos])
+    JobQueue().enqueue_many([ours])
+    assert PAYLOAD_TEXT not in ours.__dict__  # the insert took it: it cannot go stale
+    assert _raw_row(ours.id)["payload"] == _raw_row(djangos.id)["payload"]
+
+
+def test_a_payload_replaced_after_its_check_is_stored_as_it_is_now():
+    job = Job(queue_name="insert_payload", payload={"checked": 1})
+    validate_job(job, timezone.now())
+    assert PAYLOAD_TEXT in job.__dict__
+    job.payload = {"replaced": 2}
+    sql_store("default").insert_jobs([job])
+    assert Job.objects.get(id=job.id).payload == {"replaced": 2}
