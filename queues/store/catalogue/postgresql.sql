@@ -44,7 +44,7 @@ UPDATE queues_job AS j
 SET status = 'Running', attempts = j.attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
     run_token = %(token)s, claimed_by = %(claimed_by)s
-FROM picked WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING
     j.id, j.queue_name, j.payload, j.priority, j.attempts, j.max_attempts, j.created_at,
     j.scheduled_at, j.completed_at, j.failed_at, j.timed_out_at, j.error_message,
@@ -70,7 +70,7 @@ UPDATE queues_job AS j
 SET status = 'Running', attempts = j.attempts + 1, started_at = %(now)s,
     last_heartbeat_at = %(now)s, lease_expires_at = %(lease_expires_at)s,
     run_token = %(token)s, claimed_by = %(claimed_by)s
-FROM picked WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING
     j.id, j.queue_name, j.payload, j.priority, j.attempts, j.max_attempts, j.created_at,
     j.scheduled_at, j.completed_at, j.failed_at, j.timed_out_at, j.error_message,
@@ -119,22 +119,26 @@ FOR UPDATE SKIP LOCKED
 -- batch of completions costs no second read. `status || ''` keeps the planner on the primary
 -- key: compared bare, `status = 'Running'` lets it AND the ids with a scan of the Running
 -- (lease) index, which holds an entry for every Running row version not yet vacuumed,
--- thousands on a busy table.
+-- thousands on a busy table. `ids` (the same ids as an array, read once: an InitPlan) lets
+-- it find the rows by the primary key: joined to the JSON's rows alone, which it takes for
+-- 100, it scans the whole table while the table has a few thousand rows, a millisecond a
+-- statement whatever its size.
 UPDATE queues_job AS j
 SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,
     lease_expires_at = NULL
 FROM (SELECT (p ->> 0)::uuid AS id, (p ->> 1)::jsonb AS result
       FROM jsonb_array_elements(%(results)s::jsonb) AS p) AS r
-WHERE j.id = r.id AND j.status || '' = 'Running' AND j.run_token = %(token)s
+WHERE j.id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[]))) AND j.id = r.id
+  AND j.status || '' = 'Running' AND j.run_token = %(token)s
 RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 
 -- name: complete_free_runs
 -- A worker's usual write, one statement in autocommit: the plain completions of every
 -- claim at once, and the start checks of the held jobs its slots go on to. `runs` is a JSON
 -- array of [id, token, result] triples (the result as the JSON text the column stores; JSON
--- null: no result), each row fenced by its own run's token as in complete_runs. A job with
--- dependents is left alone: releasing them must commit with its completion, so the caller
--- writes it in a transaction. The rows written come back with a NULL token; then the held
+-- null: no result) and `ids` their ids (see complete_runs), each row fenced by its own run's
+-- token as in complete_runs. A job with dependents is left alone: releasing them must commit
+-- with its completion, so the caller writes it in a transaction. The rows written come back with a NULL token; then the held
 -- jobs of `check` that may start (as startable_runs tells), with their run's token. The
 -- statement's snapshot is taken after every slot asked: no read began before its ask.
 WITH done AS (
@@ -143,7 +147,8 @@ WITH done AS (
         lease_expires_at = NULL
     FROM (SELECT (p ->> 0)::uuid AS id, (p ->> 1)::uuid AS token, (p ->> 2)::jsonb AS result
           FROM jsonb_array_elements(%(runs)s::jsonb) AS p) AS r
-    WHERE j.id = r.id AND j.status || '' = 'Running' AND j.run_token = r.token
+    WHERE j.id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[]))) AND j.id = r.id
+      AND j.status || '' = 'Running' AND j.run_token = r.token
       AND NOT EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
     RETURNING j.id
 )
@@ -474,31 +479,19 @@ DROP FUNCTION IF EXISTS queues_pickup_notify_inserted()
 DROP FUNCTION IF EXISTS queues_pickup_notify_row()
 
 -- name: insert_jobs
--- New jobs, many in one statement: `rows` is one JSON array of rows, each the values of the
--- job's columns in the model's order (SqlStore.job_rows; a test holds this list to the
--- model), adapted by each field as Django's bulk_create adapts them, as text. One string
--- parameter: Django's bulk_create bound 36 parameters a row, each adapted in Python on the
--- client (0.65 s for 5,000 jobs, most of an enqueue_many). A duration comes as the text
--- psycopg sends, a boolean as 0 or 1, a JSON column as the JSON text Django writes. jsonb,
--- not json: `->>` on json parses the row's text again for every column (0.33 to 0.49 s of
--- the server's CPU for 5,000 jobs, against 0.14 to 0.17 s).
-INSERT INTO queues_job (
+-- New jobs, streamed (PostgresStore.insert_job_rows): each row the values of the job's
+-- columns in the model's order (SqlStore.job_values; a test holds this list to the model),
+-- adapted by each field as Django's bulk_create adapts them, as text: a duration as the
+-- text psycopg sends, a boolean as 0 or 1, a JSON column as the JSON text Django writes.
+-- COPY fires the statement triggers (counts, history, pickup) as an INSERT does.
+COPY queues_job (
     id, queue_name, payload, status, priority, attempts, max_attempts, created_at, scheduled_at,
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
     unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority,
     trace_context
-)
-SELECT (r->>0)::uuid, r->>1, (r->>2)::jsonb, r->>3, (r->>4)::smallint, (r->>5)::integer,
-    (r->>6)::integer, (r->>7)::timestamptz, (r->>8)::timestamptz, (r->>9)::timestamptz,
-    (r->>10)::timestamptz, (r->>11)::timestamptz, (r->>12)::timestamptz, r->>13,
-    (r->>14)::interval, (r->>15)::jsonb, (r->>16)::jsonb, r->>17,
-    r->>18, (r->>19)::timestamptz, (r->>20)::integer::boolean, (r->>21)::uuid, (r->>22)::uuid,
-    (r->>23)::jsonb, r->>24, (r->>25)::uuid, (r->>26)::timestamptz, (r->>27)::timestamptz,
-    (r->>28)::uuid, r->>29, (r->>30)::jsonb, r->>31, r->>32, (r->>33)::timestamptz,
-    (r->>34)::jsonb, (r->>35)::jsonb, (r->>36)::smallint, (r->>37)::jsonb
-FROM jsonb_array_elements(%(rows)s::jsonb) AS r
+) FROM STDIN
 
 -- name: delete_archived_jobs
 -- The jobs of one archive batch leave the table (queues/store/sql/archive.py), one statement

@@ -37,7 +37,7 @@ _INSERT_BATCH = 500
 
 class SqlArchive:
     """The archive of `SqlStore` (which gives `using`, `connection`, `cursor`, `queries`,
-    `statements`, the parameters' adapters and `job_rows`)."""
+    `statements`, the parameters' adapters and `insert_job_rows`)."""
 
     def archive_selected(self, selection, limit: int, now: datetime) -> list[uuid.UUID]:
         jobs = self._lock_some(selection, limit)  # whole rows: every column is archived
@@ -137,9 +137,7 @@ class SqlArchive:
         unpacked = [unpack_row(row) for row in rows]
         jobs = [item.job for item in unpacked]
         self._fit_restored(jobs)
-        with self.connection.cursor() as cursor:
-            for chunk in self.job_rows(jobs):
-                cursor.execute(self.queries["insert_jobs"], {"rows": chunk})
+        self.insert_job_rows(jobs)
         restored = {job.id for job in jobs}
         self._restore_edges(unpacked, restored)
         tags = tag_rows(jobs)

@@ -135,6 +135,7 @@ class SqlRuns:
         tokens = self.adapt_ids([token for token, _ in by_id.values()])
         params = {
             "runs": self.results(ids, (result for _, result in by_id.values()), tokens),
+            "ids": self.id_list(ids),
             "now": self.dt(now),
             "check": self.uuids(check),
         }

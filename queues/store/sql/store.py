@@ -196,16 +196,13 @@ class SqlStore(SqlRuns, SqlRows, SqlUpkeep, SqlArchive):
             for job_id, value in zip(adapted, values, strict=True)
         ])  # fmt: skip
 
-    def job_rows(self, jobs: Sequence[Job]) -> Iterator[str]:
-        """New jobs as JSON arrays of rows for the catalogue's `insert_jobs`, one a statement
-        (at most `INSERT_BATCH` rows and about `INSERT_BYTES` of text): each row the values
-        of the job's columns in the model's order, each as Django's bulk_create would bind
-        it (the field's `pre_save` and `get_db_prep_save`), then as JSON: a JSON column's
-        value as the JSON text Django writes, an id or a time as its text, a duration as
-        microseconds (PostgreSQL: its interval's text), a boolean as 0 or 1."""
+    def job_values(self, jobs: Sequence[Job]) -> Iterator[list]:
+        """Each new job's row: the values of its columns in the model's order, each as
+        Django's bulk_create would bind it (the field's `pre_save` and `get_db_prep_save`),
+        as JSON would carry it: a JSON column's value as the JSON text Django writes, an id
+        or a time as its text, a duration as microseconds (PostgreSQL: its interval's
+        text), a boolean as 0 or 1."""
         connection = self.connection  # once: each lookup is a thread-local read
-        chunk: list[str] = []
-        size = 0
         for job in jobs:
             for field in _STAMPED:
                 field.pre_save(job, add=True)
@@ -216,10 +213,18 @@ class SqlStore(SqlRuns, SqlRows, SqlUpkeep, SqlArchive):
             if checked is not None and checked[0] is read[_PAYLOAD]:
                 read = list(read)
                 read[_PAYLOAD] = checked[1]  # the text its check made, which Django's equals
-            row = json.dumps([
+            yield [
                 value if value is None or type(value) is plain else adapt(value, connection)
                 for value, plain, adapt in zip(read, _AS_IS, _COLUMN_ADAPTERS)
-            ])  # fmt: skip
+            ]
+
+    def job_rows(self, jobs: Sequence[Job]) -> Iterator[str]:
+        """New jobs as JSON arrays of rows (`job_values`) for the catalogue's `insert_jobs`,
+        one a statement: at most `INSERT_BATCH` rows and about `INSERT_BYTES` of text."""
+        chunk: list[str] = []
+        size = 0
+        for values in self.job_values(jobs):
+            row = json.dumps(values)
             if chunk and (len(chunk) == INSERT_BATCH or size + len(row) > INSERT_BYTES):
                 yield "[" + ",".join(chunk) + "]"
                 chunk, size = [], 0
@@ -227,6 +232,12 @@ class SqlStore(SqlRuns, SqlRows, SqlUpkeep, SqlArchive):
             size += len(row) + 1
         if chunk:
             yield "[" + ",".join(chunk) + "]"
+
+    def insert_job_rows(self, jobs: Sequence[Job]) -> None:
+        """The rows of new jobs, inserted as they are (no edges, no tags)."""
+        with self.cursor() as cursor:
+            for rows in self.job_rows(jobs):
+                cursor.execute(self.queries["insert_jobs"], {"rows": rows})
 
     def read_uuid(self, value) -> uuid.UUID | None:
         """An id or token column of a raw row, as the ORM would read it."""
@@ -277,9 +288,7 @@ class SqlStore(SqlRuns, SqlRows, SqlUpkeep, SqlArchive):
             self._insert(jobs)
 
     def _insert(self, jobs: Sequence[Job]) -> None:
-        with self.cursor() as cursor:
-            for rows in self.job_rows(jobs):
-                cursor.execute(self.queries["insert_jobs"], {"rows": rows})
+        self.insert_job_rows(jobs)
         for job in jobs:  # saved, as bulk_create leaves them: a save() now is an UPDATE
             job._state.adding = False
             job._state.db = self.using

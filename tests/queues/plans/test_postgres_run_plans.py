@@ -6,6 +6,8 @@ every execution anew (a start check's read cost three times the server CPU). Rea
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -21,19 +23,24 @@ OTHERS = 2000
 RUNS = 12  # psycopg prepares at the 5th; the server tries 5 custom plans before choosing
 
 
-@pytest.mark.parametrize("name", ["startable_runs", "lock_runs", "start_runs"])
-def test_the_statements_of_id_lists_are_planned_once(name):
+def _claimed(count: int) -> list[Job]:
+    """`count` jobs claimed from a table of some size, analysed: on a few rows every plan
+    costs the same."""
     skip_through_a_pooler()
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's plan cache")
+        pytest.skip("PostgreSQL's plans")
     queue = JobQueue()
     queue_name = unique_queue("plans")
-    # A table of some size, analysed: on a few rows either plan costs the same.
     queue.enqueue_many(Job(queue_name=unique_queue("plans_other")) for _ in range(OTHERS))
-    queue.enqueue_many(Job(queue_name=queue_name) for _ in range(30))
+    queue.enqueue_many(Job(queue_name=queue_name) for _ in range(count))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE queues_job")
-    jobs = queue.dequeue(queue_name, DequeueOptions.batch(30))
+    return queue.dequeue(queue_name, DequeueOptions.batch(count))
+
+
+@pytest.mark.parametrize("name", ["startable_runs", "lock_runs", "start_runs"])
+def test_the_statements_of_id_lists_are_planned_once(name):
+    jobs = _claimed(30)
     store = sql_store("default")
     token, now = jobs[0].run_token, timezone.now()
     for i in range(RUNS):
@@ -57,3 +64,54 @@ def test_the_statements_of_id_lists_are_planned_once(name):
     assert len(rows) == 1, f"{name}: {rows}"
     ((generic, custom),) = rows
     assert generic >= RUNS - 5 - 1 and custom <= 5, (name, generic, custom)
+
+
+def _explain(sql: str, params: dict, generic: bool) -> str:
+    """The plan of `sql` with `params`: the custom plan of these values, or the generic plan
+    that a prepared statement settles on (as psycopg's, after its fifth run)."""
+    with connection.cursor() as cursor:
+        if not generic:
+            cursor.execute(f"EXPLAIN {sql}", params)
+            return "\n".join(row[0] for row in cursor.fetchall())
+        names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+        numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${names.index(m.group(1)) + 1}", sql)
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        try:
+            cursor.execute(f"PREPARE hammerweb_plan AS {numbered}")
+            placeholders = ", ".join(["%s"] * len(names))
+            cursor.execute(
+                f"EXPLAIN EXECUTE hammerweb_plan({placeholders})", [params[n] for n in names]
+            )
+            return "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE ALL")
+            cursor.execute("RESET plan_cache_mode")
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+@pytest.mark.parametrize("name", ["complete_free_runs", "complete_runs"])
+def test_the_completions_find_their_rows_by_the_primary_key(name, generic):
+    """Joined to the JSON's rows alone (which the planner takes for 100), a completion of a
+    few jobs scanned the whole table while it had a few thousand rows: a millisecond a
+    statement. The ids as an array keep it on the primary key."""
+    jobs = _claimed(5)
+    store = sql_store("default")
+    ids = store.adapt_ids([job.id for job in jobs])
+    token = jobs[0].run_token
+    params = {"now": timezone.now(), "ids": store.id_list(ids), "check": store.uuids([])}
+    if name == "complete_free_runs":
+        tokens = store.adapt_ids([job.run_token for job in jobs])
+        params["runs"] = store.results(ids, [None] * len(ids), tokens)
+    else:
+        params.update(results=store.results(ids, [None] * len(ids)), token=store.uuid(token))
+    plan = _explain(store.queries[name], params, generic)
+    assert "on queues_job_pkey" in plan, plan
+    assert not re.search(r"Seq Scan on queues_job\s", plan), plan
+    # And the statement still does its work.
+    if name == "complete_free_runs":
+        written, _ = store.complete_free_runs(
+            [(j.id, j.run_token, None) for j in jobs], timezone.now()
+        )
+        assert written == {job.id for job in jobs}
+    else:
+        assert set(store.complete_runs([j.id for j in jobs], token, timezone.now())) == set(ids)
