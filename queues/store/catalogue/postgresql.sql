@@ -479,19 +479,31 @@ DROP FUNCTION IF EXISTS queues_pickup_notify_inserted()
 DROP FUNCTION IF EXISTS queues_pickup_notify_row()
 
 -- name: insert_jobs
--- New jobs, streamed (PostgresStore.insert_job_rows): each row the values of the job's
--- columns in the model's order (SqlStore.job_values; a test holds this list to the model),
--- adapted by each field as Django's bulk_create adapts them, as text: a duration as the
--- text psycopg sends, a boolean as 0 or 1, a JSON column as the JSON text Django writes.
--- COPY fires the statement triggers (counts, history, pickup) as an INSERT does.
-COPY queues_job (
+-- New jobs, many in one statement: `rows` is one JSON array of rows, each the values of the
+-- job's columns in the model's order (SqlStore.job_rows; a test holds this list to the
+-- model), adapted by each field as Django's bulk_create adapts them, as text. One string
+-- parameter: Django's bulk_create bound 36 parameters a row, each adapted in Python on the
+-- client (0.65 s for 5,000 jobs, most of an enqueue_many). A duration comes as the text
+-- psycopg sends, a boolean as 0 or 1, a JSON column as the JSON text Django writes. jsonb,
+-- not json: `->>` on json parses the row's text again for every column (0.33 to 0.49 s of
+-- the server's CPU for 5,000 jobs, against 0.14 to 0.17 s).
+INSERT INTO queues_job (
     id, queue_name, payload, status, priority, attempts, max_attempts, created_at, scheduled_at,
     started_at, completed_at, failed_at, timed_out_at, error_message, timeout, retry_strategy,
     result, cron_schedule, timezone, next_run_at, recurring, batch_id, workflow_id, depends_on,
     dependency_status, run_token, lease_expires_at, last_heartbeat_at, claimed_by, unique_key,
     unique_scope, unique_slot, schedule_name, schedule_removed_at, tags, meta, task_priority,
     trace_context
-) FROM STDIN
+)
+SELECT (r->>0)::uuid, r->>1, (r->>2)::jsonb, r->>3, (r->>4)::smallint, (r->>5)::integer,
+    (r->>6)::integer, (r->>7)::timestamptz, (r->>8)::timestamptz, (r->>9)::timestamptz,
+    (r->>10)::timestamptz, (r->>11)::timestamptz, (r->>12)::timestamptz, r->>13,
+    (r->>14)::interval, (r->>15)::jsonb, (r->>16)::jsonb, r->>17,
+    r->>18, (r->>19)::timestamptz, (r->>20)::integer::boolean, (r->>21)::uuid, (r->>22)::uuid,
+    (r->>23)::jsonb, r->>24, (r->>25)::uuid, (r->>26)::timestamptz, (r->>27)::timestamptz,
+    (r->>28)::uuid, r->>29, (r->>30)::jsonb, r->>31, r->>32, (r->>33)::timestamptz,
+    (r->>34)::jsonb, (r->>35)::jsonb, (r->>36)::smallint, (r->>37)::jsonb
+FROM jsonb_array_elements(%(rows)s::jsonb) AS r
 
 -- name: delete_archived_jobs
 -- The jobs of one archive batch leave the table (queues/store/sql/archive.py), one statement

@@ -1,6 +1,7 @@
-"""The SQL store's insert of new jobs (`insert_jobs`, each vendor's catalogue statement:
-PostgreSQL's COPY, elsewhere one JSON parameter a statement) writes every column exactly as
-Django's own insert writes it, and leaves the jobs saved, as bulk_create did."""
+"""The SQL store's insert of new jobs (`insert_jobs`: one JSON parameter a statement, each
+vendor's catalogue statement; on PostgreSQL from `STREAM_FROM` jobs up a COPY of the same
+values) writes every column exactly as Django's own insert writes it, and leaves the jobs
+saved, as bulk_create did."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from queues.api import JobQueue
@@ -18,6 +19,7 @@ from queues.enums import JobStatus
 from queues.models import Batch, Job, Workflow
 from queues.store import sql_store
 from queues.store.catalogue import VENDORS, queries_for
+from queues.store.sql import postgresql
 from queues.validation import PAYLOAD_TEXT, validate_job
 
 pytestmark = pytest.mark.django_db
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.django_db
 COLUMNS = [field.column for field in Job._meta.concrete_fields]
 #: How each vendor's statement reads the row's value at a position.
 POSITION = {
+    "postgresql": r"r->>(\d+)",
     "sqlite": r"json_extract\(value, '\$\[(\d+)\]'\)",
     "mysql": r"PATH '\$\[(\d+)\]'",
 }
@@ -33,13 +36,21 @@ POSITION = {
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_the_statement_writes_every_column_of_the_model_in_its_order(vendor):
     sql = queries_for(vendor)["insert_jobs"]
-    named = re.search(r"(?:INSERT INTO|COPY) queues_job \((.*?)\)", sql, re.DOTALL).group(1)
+    named = re.search(r"INSERT INTO queues_job \((.*?)\)", sql, re.DOTALL).group(1)
     assert [column.strip() for column in named.split(",")] == COLUMNS
-    if vendor == "postgresql":  # COPY: the rows' values go to the columns as listed
-        assert sql.rstrip().endswith(") FROM STDIN")
-        return
     positions = [int(n) for n in re.findall(POSITION[vendor], sql)]
     assert positions == list(range(len(COLUMNS)))
+
+
+@pytest.fixture(params=["insert", "stream"])
+def path(request, monkeypatch):
+    """Both ways a job's row is written: `insert_jobs`, and on PostgreSQL the COPY, here
+    from one job up."""
+    if request.param == "stream":
+        if connection.vendor != "postgresql":
+            pytest.skip("PostgreSQL's COPY")
+        monkeypatch.setattr(postgresql, "STREAM_FROM", 1)
+    return request.param
 
 
 def _every_column_set(parent: Job, batch: Batch, workflow: Workflow, slot: str) -> Job:
@@ -107,7 +118,7 @@ def _raw_row(job_id: uuid.UUID) -> dict:
     return dict(zip(COLUMNS, row, strict=True))
 
 
-def test_a_job_is_stored_as_djangos_own_insert_stores_it():
+def test_a_job_is_stored_as_djangos_own_insert_stores_it(path):
     parent = Job.objects.create(queue_name="insert_parent")
     batch = Batch.objects.create(name="insert_batch", total_jobs=2)
     workflow = Workflow.objects.create(name="insert_workflow", total_jobs=2)
@@ -127,7 +138,7 @@ def test_a_job_is_stored_as_djangos_own_insert_stores_it():
         assert getattr(stored, field.attname) == getattr(ours, field.attname), field.name
 
 
-def test_a_job_of_defaults_is_stored_as_djangos_own_insert_stores_it():
+def test_a_job_of_defaults_is_stored_as_djangos_own_insert_stores_it(path):
     """NULLs, JSON defaults and the one instant of a new job, compared raw."""
     ours, djangos = Job(queue_name="insert_defaults"), Job(queue_name="insert_defaults")
     Job.objects.bulk_create([djangos])
@@ -184,7 +195,7 @@ def test_statements_are_cut_by_size_and_a_larger_row_goes_alone(monkeypatch):
     [{"n": 1, "items": [1.5, "x", None, True]}, {"ünïcode": "✓", "n": [1]}],
     ids=["ascii", "unicode"],
 )
-def test_an_enqueued_payload_is_stored_as_djangos_own_insert_stores_it(payload):
+def test_an_enqueued_payload_is_stored_as_djangos_own_insert_stores_it(payload, path):
     """The enqueue's insert writes the payload's text that its check made (an ASCII one)
     or encodes it again: either way the column holds Django's text, to the character."""
     ours = Job(queue_name="insert_payload", payload=payload)
@@ -195,10 +206,22 @@ def test_an_enqueued_payload_is_stored_as_djangos_own_insert_stores_it(payload):
     assert _raw_row(ours.id)["payload"] == _raw_row(djangos.id)["payload"]
 
 
-def test_a_payload_replaced_after_its_check_is_stored_as_it_is_now():
+def test_a_payload_replaced_after_its_check_is_stored_as_it_is_now(path):
     job = Job(queue_name="insert_payload", payload={"checked": 1})
     validate_job(job, timezone.now())
     assert PAYLOAD_TEXT in job.__dict__
     job.payload = {"replaced": 2}
     sql_store("default").insert_jobs([job])
     assert Job.objects.get(id=job.id).payload == {"replaced": 2}
+
+
+def test_a_taken_unique_slot_fails_the_insert_with_an_integrity_error(path):
+    """As from Django's insert: the enqueue's savepoint catches it and looks again. Nothing
+    of the failed insert is stored."""
+    store = sql_store("default")
+    store.insert_jobs([Job(queue_name="insert_slot", unique_slot="slot-taken")])
+    again = [Job(queue_name="insert_slot", payload={"i": i}) for i in range(3)]
+    again.append(Job(queue_name="insert_slot", unique_slot="slot-taken"))
+    with pytest.raises(IntegrityError):
+        store.insert_jobs(again)
+    assert Job.objects.filter(queue_name="insert_slot").count() == 1
