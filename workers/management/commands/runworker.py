@@ -72,11 +72,12 @@ class Command(BaseCommand):
 
     def _run(self, options, stop: threading.Event, force: threading.Event) -> None:
         check_port_range(options)
-        self._check_migrated(options, stop)
         if options["processes"] > 1:
+            self._check_migrated(options, stop)
             self._supervise(options, stop, force)
             return
-        self._import_handlers(options)
+        self._import_handlers(options)  # a bad --include is refused before the database
+        self._check_migrated(options, stop)
         self._sync_schedules(options, stop)
         watch_supervisor(stop)
         for name in options["queues"]:
