@@ -242,7 +242,8 @@ def validate_job(job, now) -> None:
     if job.payload is None:
         raise InvalidPayload("payload must not be None (an empty payload is {})")
     text = check_json(job.payload, "payload")
-    if text.isascii():  # then it is the text Django writes (`json.dumps`), for the insert
+    if text.isascii() and "\x7f" not in text:  # then it is the text Django writes, for the
+        # insert (`json.dumps` escapes DEL too, which ensure_ascii=False leaves)
         job.__dict__[PAYLOAD_TEXT] = (job.payload, StoredJSON(text))
     job.tags = check_tags(job.tags)
     job.meta = check_meta(job.meta)

@@ -5,11 +5,13 @@ those of the metrics (`queues.ops.metrics`). See docs/design/maintenance.md."""
 
 from __future__ import annotations
 
+import importlib
 import pkgutil
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, connections
+from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
@@ -34,16 +36,26 @@ def database_problem(using: str = "default") -> str | None:
 def unapplied_migrations(using: str = "default") -> list[str]:
     """The names of Hammerweb's migrations that the database `using` has not applied (all
     of them on a database never migrated): one query, without loading the migration graph.
-    A connection fault is raised for the caller to retry."""
-    import queues.migrations
-
-    connection = connections[using]
-    names = {module.name for module in pkgutil.iter_modules(queues.migrations.__path__)}
-    recorder = MigrationRecorder(connection)
+    A squashed migration counts as applied once everything it replaces is. A connection
+    fault is raised for the caller to retry."""
+    module = MigrationLoader.migrations_module("queues")[0]
+    package = importlib.import_module(module)
+    names = {
+        found.name
+        for found in pkgutil.iter_modules(package.__path__)
+        if not found.ispkg and not found.name.startswith(("_", "~"))  # as Django's loader
+    }
+    recorder = MigrationRecorder(connections[using])
     if not recorder.has_table():
         return sorted(names)
     applied = {name for app, name in recorder.applied_migrations() if app == "queues"}
-    return sorted(names - applied)
+    missing = []
+    for name in sorted(names - applied):
+        migration = importlib.import_module(f"{module}.{name}").Migration
+        replaced = {old for app, old in getattr(migration, "replaces", []) if app == "queues"}
+        if not replaced or not replaced <= applied:
+            missing.append(name)
+    return missing
 
 
 def first_line(exc: BaseException) -> str:

@@ -57,7 +57,11 @@ def fork(main: Callable[[], int], *, own_group: bool, on_stop=signal.SIG_DFL) ->
     # Held across the fork: a stop that reached the child before it dropped the parent's
     # handlers would set the parent's event, in the child, and the child would never drain.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
     if pid:
         if own_group:
             # Both sides set it, so that it is set before either goes on.

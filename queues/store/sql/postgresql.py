@@ -58,15 +58,18 @@ class PostgresStore(SqlStore):
             super().insert_job_rows(jobs)
             return
 
-        def copy(sql, rows, many, context):
-            # Django's errors: a taken unique slot is an IntegrityError, as from an INSERT.
+        def copy(sql, jobs, many, context):
+            # As Django's own execute: a broken transaction is refused, and its errors are
+            # Django's (a taken unique slot is an IntegrityError, as from an INSERT). The
+            # rows are made here: a wrapper that runs the statement again gets them again.
+            self.connection.validate_no_broken_transaction()
             errors = self.connection.wrap_database_errors
             with errors, context["cursor"].cursor.copy(sql) as stream:
-                for values in rows:
+                for values in self.job_values(jobs):
                     stream.write_row(values)
 
         with self.connection.cursor() as cursor:
-            cursor._execute_with_wrappers(STREAM_JOBS, self.job_values(jobs), False, copy)
+            cursor._execute_with_wrappers(STREAM_JOBS, list(jobs), False, copy)
 
     def insert_archived(self, rows: list[dict]) -> None:
         # One JSON parameter a statement (see the catalogue's insert_archived), encoded in

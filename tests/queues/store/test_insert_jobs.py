@@ -192,8 +192,8 @@ def test_statements_are_cut_by_size_and_a_larger_row_goes_alone(monkeypatch):
 
 @pytest.mark.parametrize(
     "payload",
-    [{"n": 1, "items": [1.5, "x", None, True]}, {"ünïcode": "✓", "n": [1]}],
-    ids=["ascii", "unicode"],
+    [{"n": 1, "items": [1.5, "x", None, True]}, {"ünïcode": "✓", "n": [1]}, {"del": "a\x7fb"}],
+    ids=["ascii", "unicode", "delete"],
 )
 def test_an_enqueued_payload_is_stored_as_djangos_own_insert_stores_it(payload, path):
     """The enqueue's insert writes the payload's text that its check made (an ASCII one)
