@@ -32,7 +32,9 @@ def job_handler(queue_name: str, *, replace: bool = False):
         with _lock:
             current = _handlers.get(queue_name)
             if current is not None and current is not func and not replace:
-                raise ValueError(f"queue {queue_name!r} already has a handler: {_name(current)}")
+                raise ValueError(
+                    f"queue {queue_name!r} already has a handler: {_name(current)}"
+                )
             _handlers[queue_name] = func
         return func
 

@@ -42,10 +42,8 @@ class WorkerStats:
 
 
 def _duration(value, name: str, allow_zero: bool = False) -> timedelta:
-    if (
-        not isinstance(value, timedelta)
-        or value < timedelta(0)
-        or (value == timedelta(0) and not allow_zero)
+    if not isinstance(value, timedelta) or value < timedelta(0) or (
+        value == timedelta(0) and not allow_zero
     ):
         raise ValueError(f"{name} must be a positive timedelta, not {value!r}")
     return value

@@ -138,9 +138,10 @@ RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id =
 -- array of [id, token, result] triples (the result as the JSON text the column stores; JSON
 -- null: no result) and `ids` their ids (see complete_runs), each row fenced by its own run's
 -- token as in complete_runs. A job with dependents is left alone: releasing them must commit
--- with its completion, so the caller writes it in a transaction. The rows written come back with a NULL token; then the held
--- jobs of `check` that may start (as startable_runs tells), with their run's token. The
--- statement's snapshot is taken after every slot asked: no read began before its ask.
+-- with its completion, so the caller writes it in a transaction. The rows written come back
+-- with a NULL token; then the held jobs of `check` that may start (as startable_runs tells),
+-- with their run's token. The statement's snapshot is taken after every slot asked: no read
+-- began before its ask.
 WITH done AS (
     UPDATE queues_job AS j
     SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,

@@ -46,7 +46,7 @@ def json_text(field, value) -> str | None:
 
 
 def _column_adapter(field):
-    """How `job_rows` writes one column's value: `adapt(value, connection)`, the value
+    """How `job_values` writes one column's value: `adapt(value, connection)`, the value
     Django's bulk_create would bind (the field's `get_db_prep_save`) as JSON."""
     kind = field.get_internal_type()
     if kind == "JSONField":
@@ -79,7 +79,7 @@ class _Adapt:
     """No value has this type: a column whose every value goes through its adapter."""
 
 
-#: By field type, the value type that a column stores as it is (`job_rows`). A boolean is
+#: By field type, the value type that a column stores as it is (`job_values`). A boolean is
 #: not among them: it is written as 0 or 1.
 _PLAIN_TYPES = {
     "CharField": str,
@@ -124,7 +124,7 @@ _AS_IS = tuple(
 )
 #: Where the payload is in a row.
 _PAYLOAD = [field.attname for field in Job._meta.concrete_fields].index("payload")
-#: `job_rows`' adapter of each of Job's columns, in the model's order.
+#: `job_values`' adapter of each of Job's columns, in the model's order.
 _COLUMN_ADAPTERS = tuple(_column_adapter(field) for field in Job._meta.concrete_fields)
 
 
