@@ -8,7 +8,11 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from traceback import format_exception
+from typing import NamedTuple
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.tasks import Task
 from django.tasks.base import TaskContext, TaskError, TaskResult, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from django.utils import timezone
@@ -16,7 +20,7 @@ from django.utils.json import normalize_json
 
 from queues.api import Job
 from queues.tasks.jobs import TASK_KEY
-from queues.tasks.results import format_error, is_task_job, running_result
+from queues.tasks.results import format_error, is_task_job, running_result, task_of
 from queues.validation import check_json
 from workers.runtime.executor import JobError
 
@@ -35,16 +39,26 @@ class HammerwebTaskContext(TaskContext):
         return self.job.cancel_requested()
 
 
+class TaskPlan(NamedTuple):
+    """What running a task's jobs needs, the same for every job of one task and options."""
+
+    task: Task
+    sender: type  # the backend's class: the sender of Django's task signals
+    is_async: bool
+    takes_context: bool
+
+
 def run_task_job(job: Job):
-    result = running_result(job)
-    task = result.task
-    sender = type(task.get_backend())
+    plan = _plan_of(job)
+    result = running_result(job, plan.task)
+    sender = plan.sender
     call_args = list(result.args)
-    if job.payload[TASK_KEY].get("takes_context"):
+    if plan.takes_context:
         call_args.insert(0, HammerwebTaskContext(task_result=result, job=job))
     task_started.send(sender=sender, task_result=result)
+    task = result.task
 
-    if inspect.iscoroutinefunction(task.func):
+    if plan.is_async:
 
         async def run_async():
             # Whatever the task raises fails it (KeyboardInterrupt and GeneratorExit too),
@@ -62,6 +76,51 @@ def run_task_job(job: Job):
     except BaseException as exc:
         _failed(sender, result, exc)
     return _succeeded(sender, result, value)
+
+
+def _plan_of(job: Job) -> TaskPlan:
+    """The plan of `job`'s task, kept per task path and options: resolving the task (its
+    import, its options' copy, which the backend validates) and its backend is the same
+    work for every job of a task."""
+    spec = job.payload[TASK_KEY]
+    key = (
+        spec.get("path"),
+        spec.get("priority", _DEFAULT),
+        spec.get("backend", _DEFAULT),
+        spec.get("run_after"),
+        bool(spec.get("takes_context")),
+        job.queue_name,
+    )
+    try:
+        plan = _plans.get(key)
+    except TypeError:  # an option that cannot be a key (a payload not made by the backend)
+        return _make_plan(job)
+    if plan is None:
+        plan = _make_plan(job)
+        if len(_plans) < MAX_PLANS:
+            _plans[key] = plan
+    return plan
+
+
+_DEFAULT = object()
+#: Plans kept: a process runs a bounded set of tasks and options; past it, more are made
+#: per job as before.
+MAX_PLANS = 256
+_plans: dict[tuple, TaskPlan] = {}
+
+
+def _make_plan(job: Job) -> TaskPlan:
+    task = task_of(job)
+    takes_context = bool(job.payload[TASK_KEY].get("takes_context"))
+    is_async = inspect.iscoroutinefunction(task.func)
+    return TaskPlan(task, type(task.get_backend()), is_async, takes_context)
+
+
+@receiver(setting_changed)
+def _forget_plans(*, setting, **kwargs) -> None:
+    """A change of `TASKS` (tests) may change a task's backend."""
+    if setting == "TASKS":
+        _plans.clear()
 
 
 def _succeeded(sender, result: TaskResult, value):

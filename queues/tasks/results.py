@@ -92,11 +92,32 @@ def read_attempts(job, task: Task) -> list:
     return list(FailedAttempt.objects.using(using).filter(job_id=job.id).order_by("id"))
 
 
-def running_result(job) -> TaskResult:
-    """The result of a task's job as the worker starts a run of it. Its error history is
-    read only if an earlier attempt may have left one: a first attempt costs no read."""
+def running_result(job, task: Task | None = None) -> TaskResult:
+    """The result of a task's job as the worker starts a run of it (`task`: the job's, if
+    the caller has it). Its error history is read only if an earlier attempt may have left
+    one: a first attempt costs no read, and its result is built from the row alone."""
     retried = job.attempts > 1 or job.error_message is not None
-    return result_from_job(job, attempts=None if retried else [])
+    if retried or job.status != JobStatus.RUNNING:
+        return result_from_job(job, attempts=None if retried else [])
+    # What `result_from_job` gives a first attempt that runs, without its general steps:
+    # the worker builds one for every task it runs.
+    payload = job.payload
+    started = job.started_at
+    claimed_by = job.claimed_by
+    return TaskResult(
+        task=task_of(job) if task is None else task,
+        id=str(job.id),
+        status=TaskResultStatus.RUNNING,
+        enqueued_at=job.created_at,
+        started_at=started,
+        finished_at=None,
+        last_attempted_at=started,
+        args=payload.get("args", []),
+        kwargs=payload.get("kwargs", {}),
+        backend=payload[TASK_KEY].get("backend", "default"),
+        errors=[],
+        worker_ids=[str(claimed_by) if claimed_by is not None else UNKNOWN_WORKER],
+    )
 
 
 def result_from_job(job, task: Task | None = None, attempts=None) -> TaskResult:

@@ -17,7 +17,7 @@ from django.tasks.signals import task_finished, task_started
 
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, MockClock, TestQueue
 from queues.enums import JobStatus
-from queues.tasks.results import UNKNOWN_WORKER
+from queues.tasks.results import UNKNOWN_WORKER, result_from_job, running_result
 from queues.tasks_backend import HammerwebBackend
 from tests.conftest import unique_queue
 from tests.workers.support import contract_jobs as jobs
@@ -160,3 +160,41 @@ def test_a_worker_on_a_test_queue_fails_whatever_a_handler_raises(handler, timeo
         (row,) = queue.get_job_attempts(job_id)
         assert row.exception_class == jobs.class_path(kind)
     assert queue.get_job(ok).result == "done"
+
+
+class OtherBackend(HammerwebBackend):
+    """A backend of another class, to tell which one sent a signal."""
+
+
+def test_a_first_attempts_result_is_built_from_its_row_as_any_result_is(loop):
+    for process in (uuid.uuid4(), None):
+        if process is None:
+            jobs.noop.enqueue()
+        else:
+            jobs.fails_until.enqueue("gate", "log")  # args, and a context
+        queue = JobQueue(clock=MockClock())
+        (job,) = queue.dequeue(jobs.TASKS, DequeueOptions.batch(1), claimed_by=process)
+        fast = running_result(job)
+        assert fast == result_from_job(job, attempts=[])
+        assert fast.status == TaskResultStatus.RUNNING
+        assert fast.worker_ids == [str(process) if process else UNKNOWN_WORKER]
+
+
+def test_a_change_of_tasks_backend_reaches_the_signals_sender(settings, loop):
+    senders = []
+
+    def started(sender, task_result, **kwargs):
+        senders.append(sender)
+
+    task_started.connect(started)
+    try:
+        jobs.noop.enqueue()
+        run_once(JobQueue(), loop, uuid.uuid4())
+        settings.TASKS = {
+            "default": {"BACKEND": f"{__name__}.OtherBackend", "QUEUES": [], "OPTIONS": {}}
+        }
+        jobs.noop.enqueue()
+        run_once(JobQueue(), loop, uuid.uuid4())
+    finally:
+        task_started.disconnect(started)
+    assert senders == [HammerwebBackend, OtherBackend]
