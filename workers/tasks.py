@@ -81,13 +81,15 @@ def run_task_job(job: Job):
 def _plan_of(job: Job) -> TaskPlan:
     """The plan of `job`'s task, kept per task path and options: resolving the task (its
     import, its options' copy, which the backend validates) and its backend is the same
-    work for every job of a task."""
+    work for every job of a task. A deferred task's `run_after` is its own, so its plan is
+    made for it alone (kept, such one-off plans would fill the cache)."""
     spec = job.payload[TASK_KEY]
+    if spec.get("run_after"):
+        return _make_plan(job)
     key = (
         spec.get("path"),
         spec.get("priority", _DEFAULT),
         spec.get("backend", _DEFAULT),
-        spec.get("run_after"),
         bool(spec.get("takes_context")),
         job.queue_name,
     )
@@ -96,8 +98,10 @@ def _plan_of(job: Job) -> TaskPlan:
     except TypeError:  # an option that cannot be a key (a payload not made by the backend)
         return _make_plan(job)
     if plan is None:
+        generation = _generation[0]
         plan = _make_plan(job)
-        if len(_plans) < MAX_PLANS:
+        # Not kept if the settings changed while it was made: it may name the old backend.
+        if len(_plans) < MAX_PLANS and generation == _generation[0]:
             _plans[key] = plan
     return plan
 
@@ -107,6 +111,7 @@ _DEFAULT = object()
 #: per job as before.
 MAX_PLANS = 256
 _plans: dict[tuple, TaskPlan] = {}
+_generation = [0]  # bumped when the plans are forgotten
 
 
 def _make_plan(job: Job) -> TaskPlan:
@@ -118,8 +123,10 @@ def _make_plan(job: Job) -> TaskPlan:
 
 @receiver(setting_changed)
 def _forget_plans(*, setting, **kwargs) -> None:
-    """A change of `TASKS` (tests) may change a task's backend."""
-    if setting == "TASKS":
+    """A change of `TASKS` (tests) may change a task's backend, and one of `USE_TZ` what the
+    backend's validation of its options says."""
+    if setting in ("TASKS", "USE_TZ"):
+        _generation[0] += 1
         _plans.clear()
 
 

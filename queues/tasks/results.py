@@ -93,9 +93,10 @@ def read_attempts(job, task: Task) -> list:
 
 
 def running_result(job, task: Task | None = None) -> TaskResult:
-    """The result of a task's job as the worker starts a run of it (`task`: the job's, if
-    the caller has it). Its error history is read only if an earlier attempt may have left
-    one: a first attempt costs no read, and its result is built from the row alone."""
+    """The result of a task's job as the worker starts a run of it. Its error history is
+    read only if an earlier attempt may have left one: a first attempt costs no read, and
+    its result is built from the row alone, with `task` (the job's `task_of`, which the
+    caller may have made already); a later attempt's goes through `result_from_job`."""
     retried = job.attempts > 1 or job.error_message is not None
     if retried or job.status != JobStatus.RUNNING:
         return result_from_job(job, attempts=None if retried else [])

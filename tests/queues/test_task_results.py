@@ -14,13 +14,17 @@ from datetime import timedelta
 import pytest
 from django.tasks.base import TaskResultStatus
 from django.tasks.signals import task_finished, task_started
+from django.utils import timezone
 
 from queues.api import DequeueOptions, Job, JobOutcome, JobQueue, MockClock, TestQueue
 from queues.enums import JobStatus
-from queues.tasks.results import UNKNOWN_WORKER, result_from_job, running_result
+from queues.tasks import results
+from queues.tasks.jobs import task_payload
+from queues.tasks.results import UNKNOWN_WORKER, result_from_job, running_result, task_of
 from queues.tasks_backend import HammerwebBackend
 from tests.conftest import unique_queue
 from tests.workers.support import contract_jobs as jobs
+from workers import tasks
 from workers.api import Worker, dispatch
 from workers.runtime.executor import EventLoop, execute
 
@@ -166,7 +170,7 @@ class OtherBackend(HammerwebBackend):
     """A backend of another class, to tell which one sent a signal."""
 
 
-def test_a_first_attempts_result_is_built_from_its_row_as_any_result_is(loop):
+def test_a_first_attempts_result_is_built_from_its_row_as_any_result_is(loop, monkeypatch):
     for process in (uuid.uuid4(), None):
         if process is None:
             jobs.noop.enqueue()
@@ -174,7 +178,10 @@ def test_a_first_attempts_result_is_built_from_its_row_as_any_result_is(loop):
             jobs.fails_until.enqueue("gate", "log")  # args, and a context
         queue = JobQueue(clock=MockClock())
         (job,) = queue.dequeue(jobs.TASKS, DequeueOptions.batch(1), claimed_by=process)
-        fast = running_result(job)
+        with monkeypatch.context() as patched:  # the first attempt's own path
+            patched.setattr(results, "result_from_job", None)
+            fast = running_result(job)
+            assert running_result(job, task_of(job)) == fast
         assert fast == result_from_job(job, attempts=[])
         assert fast.status == TaskResultStatus.RUNNING
         assert fast.worker_ids == [str(process) if process else UNKNOWN_WORKER]
@@ -198,3 +205,12 @@ def test_a_change_of_tasks_backend_reaches_the_signals_sender(settings, loop):
     finally:
         task_started.disconnect(started)
     assert senders == [HammerwebBackend, OtherBackend]
+
+
+def test_a_deferred_tasks_plan_is_not_kept():
+    tasks._plans.clear()
+    later = jobs.noop.using(run_after=timezone.now() + timedelta(hours=1))
+    for task, kept in ((later, 0), (jobs.noop, 1)):
+        job = Job(queue_name=jobs.TASKS, payload=task_payload(task, [], {}))
+        assert tasks._plan_of(job).task == task
+        assert len(tasks._plans) == kept
