@@ -50,13 +50,12 @@ class TaskPlan(NamedTuple):
 
 def run_task_job(job: Job):
     plan = _plan_of(job)
-    result = running_result(job, plan.task)
-    sender = plan.sender
+    task, sender = plan.task, plan.sender
+    result = running_result(job, task)
     call_args = list(result.args)
     if plan.takes_context:
         call_args.insert(0, HammerwebTaskContext(task_result=result, job=job))
     task_started.send(sender=sender, task_result=result)
-    task = result.task
 
     if plan.is_async:
 
