@@ -99,6 +99,13 @@ class Runs(QueuePart):
         )
         return {job.id for job in asked if tokens.get(job.id) == job.run_token}
 
+    def fail_fast_batches(self, batch_ids: Collection[UUID]) -> set[UUID]:
+        """Those of `batch_ids` whose failure mode is fail-fast: a held job of any other
+        batch may start on its claim's checks, as a job in no batch does (a batch's mode
+        never changes, so a worker reads each batch's once)."""
+        ids = set(batch_ids)
+        return self.store.fail_fast_batches(ids) if ids else set()
+
     def start_claimed_run(self, job: Job) -> str:
         """Before a held job runs: record its actual start (fenced), and hand it back if its
         queue was paused or fail it if its fail-fast batch failed meanwhile.

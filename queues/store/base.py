@@ -213,6 +213,9 @@ class Store(Protocol):
     def lock_group(self, model: type[Group], group_id: UUID) -> Group | None:
         """The batch or workflow row, locked."""
 
+    def fail_fast_batches(self, ids: Collection[UUID]) -> set[UUID]:
+        """Those of the batches `ids` whose failure mode is fail-fast (one read)."""
+
     def update_group(self, model: type[Group], group_id: UUID, fields: Mapping[str, Any]):
         """Set `fields` on the batch or workflow row (the caller holds its lock)."""
 

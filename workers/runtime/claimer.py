@@ -20,6 +20,8 @@ logger = logging.getLogger("workers")
 
 #: While a worker keeps waiting at its queue's limit, how often it says so (seconds).
 LIMIT_LOG_EVERY = 60.0
+#: The most batches whose failure modes a claimer keeps (then it forgets them all).
+MAX_BATCHES_KNOWN = 1024
 
 
 class LimitLog:
@@ -77,6 +79,8 @@ class Claimer:
         self.options = options
         self.stop: threading.Event = stop  # the caller's stop: a claim gives up on it
         self.limit_log = LimitLog(self.queue_name)
+        #: {batch id: whether it is fail-fast} of the batches whose jobs it claimed.
+        self.fail_fast: dict[uuid.UUID, bool] = {}
 
     def run(self) -> None:
         """Claim until stopping (or, in burst mode, until the queue is empty)."""
@@ -162,8 +166,32 @@ class Claimer:
         self.allowance.not_run(n - len(jobs))
         if jobs:
             logger.debug("claimed %d jobs from %s", len(jobs), self.queue_name)
-            self.state.hold(jobs)
+            self.state.hold(jobs, self._plain_batches(jobs))
         return n, len(jobs)
+
+    def _plain_batches(self, jobs: list[Job]) -> set[uuid.UUID]:
+        """The batches of `jobs` known not to be fail-fast, whose held jobs start on the
+        claim's checks as jobs in no batch do. A batch's mode never changes: each is read
+        once (`fail_fast_batches`); while a read fails, its jobs get reads of their own."""
+        batches = {job.batch_id for job in jobs if job.batch_id is not None}
+        known = self.fail_fast
+        new = batches.difference(known)
+        read = getattr(self.queue, "fail_fast_batches", None)  # a caller's queue may lack it
+        if new and read is not None:
+            try:
+                fail_fast = retrying(
+                    lambda: read(new),
+                    what="reading the failure modes of batches",
+                    using=getattr(self.queue, "using", "default"),
+                    give_up=self.stop,
+                )
+            except GaveUp:
+                fail_fast = None  # stopping: the jobs are released unstarted
+            if fail_fast is not None:
+                if len(known) + len(new) > MAX_BATCHES_KNOWN:
+                    known.clear()
+                known.update((batch_id, batch_id in fail_fast) for batch_id in new)
+        return {batch_id for batch_id in batches if known.get(batch_id) is False}
 
     def _claim_call(self, n: int):
         """A claim of `n` jobs that can be retried after a fault: the claim has its own run

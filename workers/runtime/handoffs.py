@@ -18,13 +18,17 @@ FRESH_START = 0.05
 
 
 class HeldJob:
-    """A claimed job waiting for a slot, and when (monotonic) it was claimed."""
+    """A claimed job waiting for a slot, when (monotonic) it was claimed, and whether the
+    claim's checks stand for its start while it is fresh: true unless it is in a batch that
+    may be fail-fast (one that failed since the claim must not start it, and only a read
+    tells)."""
 
-    __slots__ = ("job", "claimed_at")
+    __slots__ = ("job", "claimed_at", "claim_checks")
 
-    def __init__(self, job: Job, claimed_at: float) -> None:
+    def __init__(self, job: Job, claimed_at: float, claim_checks: bool) -> None:
         self.job = job
         self.claimed_at = claimed_at
+        self.claim_checks = claim_checks
 
     def recent(self) -> bool:
         """Taken so soon after its claim that the claim's start time stands."""
@@ -32,9 +36,9 @@ class HeldJob:
 
     def fresh(self) -> bool:
         """Taken so soon after its claim that the claim's start time and pause check stand,
-        with no read (a batch's job is read or gets its start marker: the fail-fast batch
-        may have failed since the claim)."""
-        return self.recent() and self.job.batch_id is None
+        with no read (a job of a fail-fast batch, or of a batch whose mode is unknown, is
+        read or gets its start marker: the batch may have failed since the claim)."""
+        return self.claim_checks and self.recent()
 
 
 class Latch:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Collection
+from uuid import UUID
 
 from queues.api import Job, JobOutcome
 from workers import metrics
@@ -84,10 +86,15 @@ class RunState:
         # would make the claims that come while they wait too small to refill the batch.
         return batch_size - len(self.running) - self.shared + self.finishing
 
-    def hold(self, jobs: list[Job]) -> None:
+    def hold(self, jobs: list[Job], plain_batches: Collection[UUID] = ()) -> None:
+        """Hold a claim's jobs for the slots. Those of `plain_batches` (batches known not to
+        be fail-fast) start on the claim's checks as jobs in no batch do."""
         claimed_at = time.monotonic()
         with self.lock:
-            self.held.extend(HeldJob(job, claimed_at) for job in jobs)
+            self.held.extend(
+                HeldJob(job, claimed_at, job.batch_id is None or job.batch_id in plain_batches)
+                for job in jobs
+            )
             # A claim's jobs shared evenly among the slots (`_take_more`).
             self.share_size = min(MAX_SHARE, -(-len(self.held) // self.concurrency))
             self.stats.add(held=len(jobs))

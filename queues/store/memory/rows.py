@@ -9,7 +9,7 @@ from uuid import UUID
 
 from django.db import IntegrityError
 
-from queues.enums import FAILURE_STATUSES, JobStatus
+from queues.enums import FAILURE_STATUSES, JobStatus, PartialFailureMode
 from queues.models import (
     Batch,
     FailedAttempt,
@@ -153,6 +153,14 @@ class MemoryRows:
 
     def lock_group(self, model, group_id):
         return self.get_group(model, group_id)
+
+    def fail_fast_batches(self, ids):
+        rows = (self.batches.get(batch_id) for batch_id in ids)
+        return {
+            row.id
+            for row in rows
+            if row is not None and row.failure_mode == PartialFailureMode.FAIL_FAST
+        }
 
     def update_group(self, model, group_id, fields) -> None:
         row = self._groups(model).get(group_id)

@@ -10,8 +10,9 @@ from collections.abc import Collection, Mapping
 
 from django.db.models import Q
 
-from queues.enums import FAILURE_STATUSES, JobStatus
+from queues.enums import FAILURE_STATUSES, JobStatus, PartialFailureMode
 from queues.models import (
+    Batch,
     FailedAttempt,
     Job,
     JobDependency,
@@ -120,6 +121,14 @@ class SqlRows:
 
     def lock_group(self, model: type[Group], group_id) -> Group | None:
         return model.objects.using(self.using).select_for_update().filter(id=group_id).first()
+
+    def fail_fast_batches(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+        if not ids:
+            return set()  # MySQL has no empty IN ()
+        rows = Batch.objects.using(self.using).filter(
+            id__in=list(ids), failure_mode=PartialFailureMode.FAIL_FAST
+        )
+        return set(rows.values_list("id", flat=True))
 
     def update_group(self, model: type[Group], group_id, fields: Mapping) -> None:
         model.objects.using(self.using).filter(id=group_id).update(**fields)

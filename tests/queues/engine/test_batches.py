@@ -99,3 +99,18 @@ def test_bad_batches_are_refused_and_write_nothing(queue):
     with pytest.raises(InvalidBatch, match="mixes queues"):
         queue.enqueue_batch(JobBatch("mixed", jobs=mixed))
     assert sum(queue.get_job_counts_by_status(name).values()) == 0
+
+
+def test_fail_fast_batches_names_those_whose_mode_is_fail_fast(queue):
+    """What a worker reads once a batch, to know whether its held jobs may start on their
+    claim's checks: the fail-fast batches among those asked, unknown ids left out."""
+    import uuid
+
+    name = unique_queue("batch_modes")
+    ids = {
+        mode: queue.enqueue_batch(make_batch(name, 2, mode)) for mode in PartialFailureMode.values
+    }
+    unknown = uuid.uuid4()
+    assert queue.fail_fast_batches([*ids.values(), unknown]) == {ids[PartialFailureMode.FAIL_FAST]}
+    assert queue.fail_fast_batches([ids[PartialFailureMode.COLLECT_ERRORS]]) == set()
+    assert queue.fail_fast_batches([]) == set()

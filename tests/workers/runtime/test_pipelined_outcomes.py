@@ -229,20 +229,36 @@ def test_a_share_is_released_with_the_held_jobs_when_the_run_stops(held):
     assert run.state.in_flight_count() == 1 and run.state.shared == 0
 
 
-def test_a_share_leaves_out_the_jobs_of_a_batch(held):
-    """A held job of a batch starts only on a read of its own (a fail-fast batch may fail
+def test_a_share_leaves_out_the_jobs_of_a_fail_fast_batch(held):
+    """A held job of a fail-fast batch starts only on a read of its own (the batch may fail
     before it starts): no share takes it."""
     queue, name, run, slot, jobs = held(0)
     batch = JobBatch(name="b", jobs=[Job(queue_name=name) for _ in range(3)],
                      partial_failure_mode=PartialFailureMode.FAIL_FAST)  # fmt: skip
     queue.enqueue_batch(batch)
-    options = DequeueOptions(batch_size=3, lease_duration=timedelta(minutes=5))
     plain = [queue.enqueue(Job(queue_name=name)) for _ in range(2)]
-    claimed = queue.dequeue(name, options) + queue.dequeue(name, options)
-    run.state.hold(claimed)
+    assert run.claimer.claim(3) == (3, 3)
+    assert run.claimer.claim(3) == (3, 2)
     run.state.run_time = 0.0001
     run.state.share_size = 5
     request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
     assert slot._next(request) is not None
     assert all(job.batch_id is None for job in request.more)
     assert {job.id for job in request.more} <= set(plain)
+
+
+def test_a_share_takes_the_jobs_of_a_batch_that_is_not_fail_fast(held):
+    """Such a batch's failures fail none of its other jobs: its held jobs start on their
+    claim's checks and the one check of a share, as jobs in no batch do."""
+    queue, name, run, slot, _ = held(0)
+    batch_id = queue.enqueue_batch(JobBatch("b", jobs=[Job(queue_name=name) for _ in range(3)]))
+    assert run.claimer.claim(3) == (3, 3)
+    run.state.run_time = 0.0001
+    run.state.share_size = 3
+    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
+    first = slot._next(request)
+    assert first is not None and first.batch_id == batch_id
+    assert len(request.more) == 2 and {job.batch_id for job in request.more} == {batch_id}
+    assert [slot._from_share() for _ in range(2)] == list(request.more)
+    for job in (first, *request.more):
+        assert queue.get_job(job.id).started_at == job.started_at, "a start marker written"
