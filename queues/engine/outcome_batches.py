@@ -1,7 +1,7 @@
-"""The outcomes of a worker's write, recorded together by claim token (`record_outcomes`):
-plain completions with one fenced statement per claim, the other outcomes with one locking
-read and one UPDATE per shape, then the effects of them all at once. The rules are
-`plan_outcome`'s. See docs/design/engine.md ("Runs").
+"""The outcomes of a worker's write, recorded together (`record_outcomes`): plain
+completions with one fenced statement for every claim, the other outcomes by claim token
+with one locking read and one UPDATE per shape, then the effects of them all at once. The
+rules are `plan_outcome`'s. See docs/design/engine.md ("Runs").
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ def record_outcomes(
     for token, indexes in each.items():
         _record_each(queue, finished, indexes, token, now, attempts, results, grouped,
                      with_dependents)  # fmt: skip
-    for token, indexes in plain.items():
-        _complete(queue, finished, indexes, token, now, results, grouped, with_dependents)
+    _complete(queue, finished, plain, now, results, grouped, with_dependents)
     # The effects once every outcome is written (a child of two completed jobs is released
     # at once, a batch row written once), in the order of `finished`.
     grouped.sort(key=lambda pair: pair[0])
@@ -151,13 +150,17 @@ def complete_free(
     return answers, startable
 
 
-def _complete(queue: QueueCore, finished, indexes, token, now, results, grouped, with_dependents):
-    """The plain completions of `finished` at `indexes` (runs of the claim `token`): one
-    statement for them all; answers and effects as `_record_each`'s. A job listed twice is
-    written once, and its effects taken once."""
-    ids = [finished[i][0].id for i in indexes]
-    values = [stored_result(finished[i][1]) for i in indexes]
-    written = queue.store.complete_runs(ids, token, now, values)
+def _complete(queue: QueueCore, finished, indexes, now, results, grouped, with_dependents):
+    """The plain completions of `finished` at `indexes`, of every claim: one statement for
+    them all; answers and effects as `_record_each`'s. A job listed twice is written once,
+    and its effects taken once."""
+    if not indexes:
+        return
+    runs = [
+        (finished[i][0].id, finished[i][0].run_token, stored_result(finished[i][1]))
+        for i in indexes
+    ]
+    written = queue.store.complete_runs(runs, now)
     seen: set[UUID] = set()
     for i in indexes:
         job, outcome = finished[i]
@@ -185,18 +188,18 @@ def _completed(queue: QueueCore, job: Job, outcome: JobOutcome, now: datetime) -
 
 def _split(
     finished: Sequence[tuple[Job, JobOutcome]],
-) -> tuple[dict[UUID, list[int]], dict[UUID, list[int]]]:
-    """The indexes of the outcomes by claim token: those written with `_record_each`, and
-    the plain completions. A run without a token is in neither (its answer is None); a job
-    listed twice is recorded once (a plain completion answers for both)."""
+) -> tuple[dict[UUID, list[int]], list[int]]:
+    """The indexes of the outcomes written with `_record_each`, by claim token, and those of
+    the plain completions (of every claim). A run without a token is in neither (its answer
+    is None); a job listed twice is recorded once (a plain completion answers for both)."""
     each: dict[UUID, list[int]] = {}
-    plain: dict[UUID, list[int]] = {}
+    plain: list[int] = []
     seen: set[int] = set()
     for index, (job, outcome) in enumerate(finished):
         if job.run_token is None:
             continue
         if completes_plainly(job, outcome):
-            plain.setdefault(job.run_token, []).append(index)
+            plain.append(index)
         elif id(job) not in seen:
             seen.add(id(job))
             each.setdefault(job.run_token, []).append(index)

@@ -95,10 +95,10 @@ class Store(Protocol):
         without a start marker."""
 
     def complete_runs(
-        self, ids: Sequence[UUID], token: UUID, now: datetime, results: Sequence | None = None
+        self, runs: Sequence[tuple[UUID, UUID, Any]], now: datetime
     ) -> dict[UUID, bool]:
-        """Complete the runs (lease and token cleared), each with the result at its place in
-        `results` (None, or no `results`: no result): {id: it has dependents}."""
+        """Complete the runs of `runs` ((id, token, result) of any claims; a result of None:
+        none) that are still theirs, lease and token cleared: {id: it has dependents}."""
 
     def complete_free_runs(
         self, runs: Sequence[tuple[UUID, UUID, Any]], now: datetime, check: Collection[UUID] = ()

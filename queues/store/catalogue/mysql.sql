@@ -91,24 +91,27 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: complete_runs
--- The completions of one claim (of jobs with no schedule), each with its own result:
--- `results` is a JSON array of [id, result] pairs, the result as the text the column stores
--- (JSON null: SQL NULL, no result), read as rows by JSON_TABLE. Without
--- UPDATE ... RETURNING, the locking read says which rows are still this run's (and whether
+-- The completions of a write (of jobs with no schedule), of any claims, each with its own
+-- result: `runs` is a JSON array of [id, token, result] triples, the result as the text the
+-- column stores (JSON null: SQL NULL, no result), read as rows by JSON_TABLE. Without
+-- UPDATE ... RETURNING, the locking read says which rows are still their run's (and whether
 -- each has dependents to release); the UPDATE then writes exactly those rows, since no one
 -- else can change them until this transaction ends.
 SELECT j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 FROM queues_job j
-WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
+JOIN JSON_TABLE(%(runs)s, '$[*]' COLUMNS (
+    id CHAR(36) PATH '$[0]', token CHAR(36) PATH '$[1]'
+)) AS r ON j.id = r.id
+WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = r.token
 FOR UPDATE
 -- statement
 UPDATE queues_job AS j
-JOIN JSON_TABLE(%(results)s, '$[*]' COLUMNS (
-    id CHAR(36) PATH '$[0]', result LONGTEXT PATH '$[1]'
+JOIN JSON_TABLE(%(runs)s, '$[*]' COLUMNS (
+    id CHAR(36) PATH '$[0]', token CHAR(36) PATH '$[1]', result LONGTEXT PATH '$[2]'
 )) AS r ON j.id = r.id
 SET j.status = 'Completed', j.completed_at = %(now)s, j.result = r.result, j.run_token = NULL,
     j.lease_expires_at = NULL
-WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = %(token)s
+WHERE j.id IN %(ids)s AND j.status = 'Running' AND j.run_token = r.token
 
 -- name: complete_free_runs
 -- MariaDB's UPDATE has no RETURNING, so one statement cannot say which rows it wrote: the

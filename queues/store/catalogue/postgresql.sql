@@ -109,10 +109,11 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: complete_runs
--- The completions of one claim (of jobs with no schedule), each with its own result, in one
--- statement: `results` is a JSON array of [id, result] pairs, the result as the JSON text
--- the column stores (JSON null: SQL NULL, no result), one string because psycopg dumps an
--- array of Jsonb element by element in Python. The fence (id, Running, this run's token)
+-- The completions of a write (of jobs with no schedule), of any claims, each with its own
+-- result, in one statement: `runs` is a JSON array of [id, token, result] triples, the
+-- result as the JSON text the column stores (JSON null: SQL NULL, no result), one string
+-- because psycopg dumps an array of Jsonb element by element in Python. The fence (id,
+-- Running, its run's token)
 -- decides which rows are still this run's, the row locks the UPDATE takes hold off a
 -- concurrent reaper (it skips locked rows) and make a concurrent fenced write wait and then
 -- miss. RETURNING names the rows written and whether each has dependents to release, so a
@@ -126,10 +127,10 @@ FOR UPDATE SKIP LOCKED
 UPDATE queues_job AS j
 SET status = 'Completed', completed_at = %(now)s, result = r.result, run_token = NULL,
     lease_expires_at = NULL
-FROM (SELECT (p ->> 0)::uuid AS id, (p ->> 1)::jsonb AS result
-      FROM jsonb_array_elements(%(results)s::jsonb) AS p) AS r
+FROM (SELECT (p ->> 0)::uuid AS id, (p ->> 1)::uuid AS token, (p ->> 2)::jsonb AS result
+      FROM jsonb_array_elements(%(runs)s::jsonb) AS p) AS r
 WHERE j.id = ANY(ARRAY(SELECT unnest(%(ids)s::uuid[]))) AND j.id = r.id
-  AND j.status || '' = 'Running' AND j.run_token = %(token)s
+  AND j.status || '' = 'Running' AND j.run_token = r.token
 RETURNING j.id, EXISTS (SELECT 1 FROM queues_jobdependency d WHERE d.parent_id = j.id)
 
 -- name: complete_free_runs

@@ -6,7 +6,6 @@ taken id an `IntegrityError`). Its tables and transactions are in `tables`, its 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from itertools import repeat
 from uuid import UUID
 
 from queues.enums import BatchStatus, DependencyStatus, JobStatus, PartialFailureMode
@@ -123,28 +122,24 @@ class MemoryStore(MemoryRows, MemoryUpkeep, MemoryArchive, MemoryTables):
             started[job.id] = (job.queue_name in self.pauses, self._fail_fast_failed(job))
         return started
 
-    def complete_runs(self, ids, token, now, results=None) -> dict[UUID, bool]:
+    def complete_runs(self, runs, now) -> dict[UUID, bool]:
         fields = {
             "status": JobStatus.COMPLETED,
             "completed_at": now,
             "run_token": None,
             "lease_expires_at": None,
         }
-        by_id = dict(zip(ids, results if results is not None else repeat(None)))
         completed = {}
-        for job in self._runs(list(by_id), token):
-            self._set(job, {**fields, "result": by_id[job.id]})
-            completed[job.id] = bool(self.children.get(job.id))
+        by_id = {job_id: (token, result) for job_id, token, result in runs}  # as SQL's join
+        for job_id, (token, result) in by_id.items():
+            for job in self._runs([job_id], token):
+                self._set(job, {**fields, "result": result})
+                completed[job.id] = bool(self.children.get(job.id))
         return completed
 
     def complete_free_runs(self, runs, now, check=()):
-        written = set()
-        for job_id, token, result in runs:
-            if self.children.get(job_id) or not self._runs([job_id], token):
-                continue
-            self.complete_runs([job_id], token, now, [result])
-            written.add(job_id)
-        return written, self.startable_runs(check)
+        free = [run for run in runs if not self.children.get(run[0])]
+        return set(self.complete_runs(free, now)), self.startable_runs(check)
 
     def lock_runs(self, ids, token) -> dict[UUID, bool]:
         return {job.id: bool(self.children.get(job.id)) for job in self._runs(ids, token)}

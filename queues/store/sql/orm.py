@@ -23,6 +23,7 @@ from queues.models import (
 )
 from queues.store.counters.counts import counts_by_queue
 from queues.store.match import Group, Match
+from queues.store.sql import group_rows
 from queues.tags import JobTag, tag_rows
 
 
@@ -120,7 +121,7 @@ class SqlRows:
         return model.objects.using(self.using).filter(id=group_id).first()
 
     def lock_group(self, model: type[Group], group_id) -> Group | None:
-        return model.objects.using(self.using).select_for_update().filter(id=group_id).first()
+        return group_rows.lock_row(model, self.using, group_id)
 
     def fail_fast_batches(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
         if not ids:
@@ -131,7 +132,7 @@ class SqlRows:
         return set(rows.values_list("id", flat=True))
 
     def update_group(self, model: type[Group], group_id, fields: Mapping) -> None:
-        model.objects.using(self.using).filter(id=group_id).update(**fields)
+        group_rows.update_row(model, self.using, group_id, fields)
 
     def delete_group(self, model: type[Group], group_id) -> None:
         # The cascade reaches the jobs still in it (the engine deleted them first).

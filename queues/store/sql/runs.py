@@ -8,7 +8,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from itertools import repeat
 
 from django.db.models import F
 
@@ -113,16 +112,21 @@ class SqlRuns:
         running = self._jobs().filter(id__in=list(ids), status=JobStatus.RUNNING)
         return dict(running.values_list("id", "run_token"))
 
-    def complete_runs(self, ids, token, now, results=None) -> dict[uuid.UUID, bool]:
-        # A job listed twice is one row to write (the join of ids and results must not
-        # meet it twice).
-        by_id = dict(zip(ids, results if results is not None else repeat(None)))
-        adapted = self.adapt_ids(by_id)
-        rows = self._run_statements("complete_runs", {
-            "ids": self.id_list(adapted), "token": self.uuid(token), "now": self.dt(now),
-            "results": self.results(adapted, by_id.values()),
-        })  # fmt: skip
+    def complete_runs(self, runs, now) -> dict[uuid.UUID, bool]:
+        rows = self._run_statements("complete_runs", {**self._runs_json(runs), "now": self.dt(now)})
         return {self.read_uuid(job_id): bool(dependents) for job_id, dependents in rows}
+
+    def _runs_json(self, runs) -> dict:
+        """`runs` ((id, token, result) triples) as the completion statements take them: a JSON
+        array of triples and the ids. A job listed twice is one row to write (the join of
+        ids and triples must not meet it twice)."""
+        by_id = {job_id: (token, result) for job_id, token, result in runs}
+        ids = self.adapt_ids(list(by_id))
+        tokens = self.adapt_ids([token for token, _ in by_id.values()])
+        return {
+            "runs": self.results(ids, (result for _, result in by_id.values()), tokens),
+            "ids": self.id_list(ids),
+        }
 
     def complete_free_runs(self, runs, now, check=()):
         statement = self.queries["complete_free_runs"]
@@ -130,15 +134,7 @@ class SqlRuns:
             # The vendor cannot say which rows one UPDATE wrote: the caller completes them
             # in its transaction; the start checks are a read of their own.
             return None, self.startable_runs(check)
-        by_id = {job_id: (token, result) for job_id, token, result in runs}
-        ids = self.adapt_ids(list(by_id))
-        tokens = self.adapt_ids([token for token, _ in by_id.values()])
-        params = {
-            "runs": self.results(ids, (result for _, result in by_id.values()), tokens),
-            "ids": self.id_list(ids),
-            "now": self.dt(now),
-            "check": self.uuids(check),
-        }
+        params = {**self._runs_json(runs), "now": self.dt(now), "check": self.uuids(check)}
         written, startable = set(), {}
         with self.cursor() as cursor:
             cursor.execute(statement, params)

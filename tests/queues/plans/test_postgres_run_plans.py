@@ -97,13 +97,9 @@ def test_the_completions_find_their_rows_by_the_primary_key(name, generic):
     jobs = _claimed(5)
     store = sql_store("default")
     ids = store.adapt_ids([job.id for job in jobs])
-    token = jobs[0].run_token
     params = {"now": timezone.now(), "ids": store.id_list(ids), "check": store.uuids([])}
-    if name == "complete_free_runs":
-        tokens = store.adapt_ids([job.run_token for job in jobs])
-        params["runs"] = store.results(ids, [None] * len(ids), tokens)
-    else:
-        params.update(results=store.results(ids, [None] * len(ids)), token=store.uuid(token))
+    tokens = store.adapt_ids([job.run_token for job in jobs])
+    params["runs"] = store.results(ids, [None] * len(ids), tokens)
     plan = _explain(store.queries[name], params, generic)
     assert "on queues_job_pkey" in plan, plan
     assert not re.search(r"Seq Scan on queues_job\s", plan), plan
@@ -114,4 +110,5 @@ def test_the_completions_find_their_rows_by_the_primary_key(name, generic):
         )
         assert written == {job.id for job in jobs}
     else:
-        assert set(store.complete_runs([j.id for j in jobs], token, timezone.now())) == set(ids)
+        runs = [(j.id, j.run_token, None) for j in jobs]
+        assert set(store.complete_runs(runs, timezone.now())) == {j.id for j in jobs}

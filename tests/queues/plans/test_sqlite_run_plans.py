@@ -31,7 +31,7 @@ def test_the_writes_of_runs_use_the_primary_key_beside_many_running_jobs(name):
             cursor.execute("DELETE FROM sqlite_stat1")
         ids = ["a" * 32, "b" * 32]
         params = {"ids": json.dumps(ids), "token": "t" * 32, "now": None,
-                  "results": json.dumps([[i, '{"n": 1}'] for i in ids])}  # fmt: skip
+                  "runs": json.dumps([[i, "t" * 32, '{"n": 1}'] for i in ids])}  # fmt: skip
         (sql,) = statements(queries_for("sqlite")[name])
         cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
         plan = [row[3] for row in cursor.fetchall()]

@@ -93,7 +93,7 @@ def _family(store, name: str) -> tuple[Job, Job, Job]:
 def _complete_all(store, name: str) -> None:
     token = uuid.uuid4()
     claimed = claim(store, name, token=token)
-    store.atomic(lambda: store.complete_runs([j.id for j in claimed], token, T0))
+    store.atomic(lambda: store.complete_runs([(j.id, token, None) for j in claimed], T0))
 
 
 def test_dependents_and_blocked_follow_the_edges(store):

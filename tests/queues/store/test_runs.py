@@ -41,7 +41,7 @@ def test_startable_runs_are_the_running_ones_on_queues_not_paused_with_their_tok
     other_token, (c,) = _runs(store, unique_queue("may_start_other"), 1)
     nobody = uuid.uuid4()
     assert store.startable_runs([a, b, c, nobody]) == {a: token, b: token, c: other_token}
-    store.atomic(lambda: store.complete_runs([b], token, T0))
+    store.atomic(lambda: store.complete_runs([(b, token, None)], T0))
     assert store.startable_runs([a, b]) == {a: token}, "its run ended"
     store.pause(QueuePause(queue_name=name, paused_at=T0))
     assert store.startable_runs([a, c]) == {c: other_token}, "only its own queue's pause"
@@ -71,23 +71,49 @@ def test_complete_runs_completes_the_runs_still_theirs(store):
     insert(store, job(name, depends_on=[str(b)], dependency_status=enums.DependencyStatus.WAITING))
     other_token, (c,) = _runs(store, unique_queue("complete_other"), 1)
     done = T0 + timedelta(seconds=3)
-    assert store.atomic(lambda: store.complete_runs([a, b, c], token, done)) == {a: False, b: True}
+    runs = [(a, token, None), (b, token, None), (c, token, None)]
+    assert store.atomic(lambda: store.complete_runs(runs, done)) == {a: False, b: True}
     completed = one(store, a)
     assert (completed.status, completed.completed_at, completed.result) == ("Completed", done, None)
     assert (completed.run_token, completed.lease_expires_at) == (None, None)
     assert one(store, c).status == JobStatus.RUNNING, "another claim's run was completed"
-    assert store.atomic(lambda: store.complete_runs([a], token, done)) == {}
+    assert store.atomic(lambda: store.complete_runs([(a, token, None)], done)) == {}
+
+
+def test_complete_runs_completes_the_runs_of_many_claims_each_fenced_by_its_own_token(store):
+    """One statement for a write's completions of every claim: each row is written only if
+    it is still the run of the token it is listed with."""
+    name = unique_queue("complete_claims")
+    first, (a, b) = _runs(store, name, 2)
+    second, (c, d) = _runs(store, name, 2)
+    runs = [(a, first, {"n": 1}), (c, second, {"n": 3}), (b, second, 2), (d, first, 4)]
+    assert store.atomic(lambda: store.complete_runs(runs, T0)) == {a: False, c: False}
+    assert [one(store, i).status for i in (a, b, c, d)] == [
+        JobStatus.COMPLETED,
+        JobStatus.RUNNING,
+        JobStatus.COMPLETED,
+        JobStatus.RUNNING,
+    ], "a run listed with another claim's token was written"
+    assert (one(store, a).result, one(store, c).result) == ({"n": 1}, {"n": 3})
+    assert one(store, b).run_token == first and one(store, d).run_token == second
 
 
 def test_complete_runs_writes_each_runs_own_result(store):
     name = unique_queue("complete_results")
     results = [
-        {"ok": True, "n": 1}, None, False, 0, "", [], 'quote " and \u00e9 \U0001f600',
+        {"ok": True, "n": 1},
+        None,
+        False,
+        0,
+        "",
+        [],
+        'quote " and \u00e9 \U0001f600',
         [1, {"a": None}],
     ]
     token, ids = _runs(store, name, len(results))
     stale = uuid.uuid4()
-    written = store.atomic(lambda: store.complete_runs([*ids, stale], token, T0, [*results, 1]))
+    runs = [*zip(ids, [token] * len(ids), results, strict=True), (stale, token, 1)]
+    written = store.atomic(lambda: store.complete_runs(runs, T0))
     assert written == dict.fromkeys(ids, False)
     stored = [one(store, i) for i in ids]
     assert [j.result for j in stored] == results
@@ -95,9 +121,8 @@ def test_complete_runs_writes_each_runs_own_result(store):
     assert all(j.status == JobStatus.COMPLETED and j.completed_at == T0 for j in stored)
     # A job listed twice is written once, with one of its results.
     token, (a,) = _runs(store, unique_queue("complete_twice"), 1)
-    assert store.atomic(lambda: store.complete_runs([a, a], token, T0, [{"n": 2}] * 2)) == {
-        a: False
-    }
+    twice = [(a, token, {"n": 2})] * 2
+    assert store.atomic(lambda: store.complete_runs(twice, T0)) == {a: False}
     assert one(store, a).result == {"n": 2}
 
 
@@ -139,7 +164,7 @@ def test_complete_free_runs_checks_the_held_jobs_after_its_write(store):
     written, startable = store.complete_free_runs([(a, token, None)], T0, [b, c, d, nobody])
     assert written in ({a}, None)
     assert startable == {b: token, c: token}, "d's queue is paused; nobody has no run"
-    store.atomic(lambda: store.complete_runs([c], token, T0))
+    store.atomic(lambda: store.complete_runs([(c, token, None)], T0))
     assert store.complete_free_runs([], T0, [b, c])[1] == {b: token}, "c's run ended"
 
 
@@ -150,7 +175,7 @@ def test_update_runs_is_the_fenced_write(store):
     assert store.update_runs([a, a, b], token, fields) == 2, "a run listed twice counts once"
     assert one(store, b).lease_expires_at == T0 + LEASE * 2
     assert store.update_runs([a], uuid.uuid4(), {"error_message": "stale"}) == 0
-    store.complete_runs([a], token, T0)
+    store.complete_runs([(a, token, None)], T0)
     assert store.update_runs([a], token, {"error_message": "late"}) == 0
     assert one(store, a).error_message is None
 
