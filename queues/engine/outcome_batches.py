@@ -6,6 +6,7 @@ rules are `plan_outcome`'s. See docs/design/engine.md ("Runs").
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from uuid import UUID
@@ -120,14 +121,14 @@ def complete_free(
     jobs that may start, also told to `on_checked` as soon as they are known. The rest
     (stale runs, jobs with dependents, other outcomes, a job listed twice, a vendor that
     cannot) is left for `record_outcomes`' transaction."""
-    listed: dict[int, int] = {}
-    for job, _ in finished:
-        listed[id(job)] = listed.get(id(job), 0) + 1
+    # A job listed twice (once, or by two runs: claimed again after its lease was lost)
+    # is left for `_complete`, which answers each run for its own token.
+    listed = Counter(job.id for job, _ in finished)
     indexes = [
         i
         for i, (job, outcome) in enumerate(finished)
         if job.run_token is not None
-        and listed[id(job)] == 1
+        and listed[job.id] == 1
         and completes_plainly(job, outcome)
         and not has_effects(job, False)
     ]
@@ -152,16 +153,30 @@ def complete_free(
 
 def _complete(queue: QueueCore, finished, indexes, now, results, grouped, with_dependents):
     """The plain completions of `finished` at `indexes`, of every claim: one statement for
-    them all; answers and effects as `_record_each`'s. A job listed twice is written once,
-    and its effects taken once."""
-    if not indexes:
-        return
+    them all; answers and effects as `_record_each`'s. A job listed twice by one run is
+    written once, and its effects taken once; listed by two runs (claimed again after its
+    lease was lost), each run goes in a statement of its own, so that only the run still
+    its own is answered."""
+    tokens: dict[UUID, list[UUID]] = {}
+    rounds: dict[int, list[int]] = {}
+    for i in indexes:
+        job = finished[i][0]
+        runs_of_job = tokens.setdefault(job.id, [])
+        if job.run_token not in runs_of_job:
+            runs_of_job.append(job.run_token)
+        rounds.setdefault(runs_of_job.index(job.run_token), []).append(i)
+    seen: set[UUID] = set()
+    for listed in rounds.values():
+        _complete_round(queue, finished, listed, now, results, grouped, with_dependents, seen)
+
+
+def _complete_round(queue, finished, indexes, now, results, grouped, with_dependents, seen):
+    """One statement of `_complete`: the runs at `indexes`, each job by one run."""
     runs = [
         (finished[i][0].id, finished[i][0].run_token, stored_result(finished[i][1]))
         for i in indexes
     ]
     written = queue.store.complete_runs(runs, now)
-    seen: set[UUID] = set()
     for i in indexes:
         job, outcome = finished[i]
         if job.id not in written:

@@ -10,6 +10,8 @@ import threading
 import time
 import uuid
 
+from django.db import DatabaseError
+
 from queues.api import Job
 from workers.runtime.allowance import Allowance
 from workers.runtime.faults import GaveUp, retrying
@@ -156,6 +158,7 @@ class Claimer:
                 )
             except GaveUp:
                 jobs = []
+            claimed_at = time.monotonic()  # the claim's start window opens with its answer
             # A caller's queue may lack these.
             at_limit = getattr(self.queue, "at_limit", None)
             at_rate = getattr(self.queue, "at_rate", None)
@@ -166,27 +169,25 @@ class Claimer:
         self.allowance.not_run(n - len(jobs))
         if jobs:
             logger.debug("claimed %d jobs from %s", len(jobs), self.queue_name)
-            self.state.hold(jobs, self._plain_batches(jobs))
+            self.state.hold(jobs, self._plain_batches(jobs), claimed_at)
         return n, len(jobs)
 
     def _plain_batches(self, jobs: list[Job]) -> set[uuid.UUID]:
         """The batches of `jobs` known not to be fail-fast, whose held jobs start on the
         claim's checks as jobs in no batch do. A batch's mode never changes: each is read
-        once (`fail_fast_batches`); while a read fails, its jobs get reads of their own."""
+        once (`fail_fast_batches`). One try, never retried: the claimed jobs wait for it, and
+        if it fails their batches' jobs get reads of their own until a later claim's read
+        works (the claim's faults are the next claim's to retry)."""
         batches = {job.batch_id for job in jobs if job.batch_id is not None}
         known = self.fail_fast
         new = batches.difference(known)
         read = getattr(self.queue, "fail_fast_batches", None)  # a caller's queue may lack it
         if new and read is not None:
             try:
-                fail_fast = retrying(
-                    lambda: read(new),
-                    what="reading the failure modes of batches",
-                    using=getattr(self.queue, "using", "default"),
-                    give_up=self.stop,
-                )
-            except GaveUp:
-                fail_fast = None  # stopping: the jobs are released unstarted
+                fail_fast = read(new)
+            except DatabaseError as exc:
+                logger.info("reading the failure modes of %d batches failed: %s", len(new), exc)
+                fail_fast = None
             if fail_fast is not None:
                 if len(known) + len(new) > MAX_BATCHES_KNOWN:
                     known.clear()

@@ -86,10 +86,13 @@ class RunState:
         # would make the claims that come while they wait too small to refill the batch.
         return batch_size - len(self.running) - self.shared + self.finishing
 
-    def hold(self, jobs: list[Job], plain_batches: Collection[UUID] = ()) -> None:
-        """Hold a claim's jobs for the slots. Those of `plain_batches` (batches known not to
-        be fail-fast) start on the claim's checks as jobs in no batch do."""
-        claimed_at = time.monotonic()
+    def hold(
+        self, jobs: list[Job], plain_batches: Collection[UUID] = (), claimed_at: float | None = None
+    ) -> None:
+        """Hold a claim's jobs for the slots, claimed at `claimed_at` (monotonic; None: now).
+        Those of `plain_batches` (batches known not to be fail-fast) start on the claim's
+        checks as jobs in no batch do."""
+        claimed_at = time.monotonic() if claimed_at is None else claimed_at
         with self.lock:
             self.held.extend(
                 HeldJob(job, claimed_at, job.batch_id is None or job.batch_id in plain_batches)

@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db import connections
+from django.db.transaction import TransactionManagementError
 
 from queues.store.match import Group
 
-#: {(model, database alias, vendor): (SQL, the compiler, its converters, the field names)}.
+#: {(model, database alias, vendor): (SQL, its query, its columns, their field names)}: no
+#: connection in them (a thread's own compiles each call's converters, cheaply).
 _LOCKS: dict[tuple, tuple] = {}
 
 
@@ -24,16 +26,20 @@ def lock_row(model: type[Group], using: str, pk: uuid.UUID) -> Group | None:
     (where the database locks rows: not SQLite, whose write lock is the database's), or
     None. Called in a transaction, as `select_for_update` must be."""
     connection = connections[using]
+    if connection.features.has_select_for_update and connection.get_autocommit():
+        raise TransactionManagementError("a group row is locked in a transaction only")
     key = (model, using, connection.vendor)
     compiled = _LOCKS.get(key)
     if compiled is None:
         compiled = _LOCKS[key] = _compile_lock(model, using)
-    sql, compiler, converters, names = compiled
+    sql, query, columns, names = compiled
     with connection.cursor() as cursor:
         cursor.execute(sql, [model._meta.pk.get_db_prep_value(pk, connection)])
         rows = cursor.fetchall()
     if not rows:
         return None
+    compiler = query.get_compiler(using)
+    converters = compiler.get_converters(columns)
     if converters:
         rows = list(compiler.apply_converters(rows, converters))
     return model.from_db(using, names, rows[0])
@@ -41,13 +47,13 @@ def lock_row(model: type[Group], using: str, pk: uuid.UUID) -> Group | None:
 
 def _compile_lock(model: type[Group], using: str) -> tuple:
     query = model.objects.using(using).select_for_update().filter(pk=uuid.UUID(int=0))
-    compiler = query.order_by().query.get_compiler(using)
+    query = query.order_by().query
+    compiler = query.get_compiler(using)
     sql, params = compiler.as_sql()
     if len(params) != 1:  # the id is the one parameter this caching can stand for
         raise AssertionError(f"the locking read of {model.__name__} takes {params!r}")
     columns = [column for column, _, _ in compiler.select]
-    names = [column.target.attname for column in columns]
-    return sql, compiler, compiler.get_converters(columns), names
+    return sql, query, columns, [column.target.attname for column in columns]
 
 
 def update_row(model: type[Group], using: str, pk: uuid.UUID, fields: Mapping[str, Any]) -> int:
@@ -60,6 +66,8 @@ def update_row(model: type[Group], using: str, pk: uuid.UUID, fields: Mapping[st
     meta = model._meta
     assignments, params = [], []
     for name, value in fields.items():
+        if hasattr(value, "resolve_expression"):  # the ORM's to resolve, not this
+            raise TypeError(f"{name}: a value, not an expression ({value!r})")
         field = meta.get_field(name)
         assignments.append(f"{quote(field.column)} = %s")
         params.append(field.get_db_prep_save(value, connection))

@@ -73,3 +73,37 @@ def test_heartbeat_extends_the_lease_from_now(queue):
     stored = queue.get_job(run.id)
     assert stored.lease_expires_at == queue.clock.now() + timedelta(seconds=10)
     assert stored.last_heartbeat_at == queue.clock.now() - timedelta(seconds=20)
+
+
+@pytest.mark.parametrize("in_batch", [False, True], ids=["plain", "batch"])
+@pytest.mark.parametrize("stale_first", [True, False], ids=["stale_first", "stale_last"])
+def test_a_job_finished_by_its_stale_run_and_its_new_one_in_one_write(queue, in_batch, stale_first):
+    """Reaped and claimed again by the same worker, a job can end twice in one write: by
+    the run that lost its lease and by its new one. Only the new run's completion is
+    written and answered, whichever comes first, and the job counts once in its batch."""
+    from queues.api import JobBatch
+
+    name = unique_queue("two_runs")
+    job = Job(queue_name=name, payload={}, max_attempts=3)
+    batch_id = queue.enqueue_batch(JobBatch("b", jobs=[job])) if in_batch else None
+    if not in_batch:
+        queue.enqueue(job)
+    options = DequeueOptions.batch(1).with_lease_duration(LEASE)
+    (stale,) = queue.dequeue(name, options)
+    lose_by_reap(queue, stale)
+    (current,) = queue.dequeue(name, options)
+    assert current.id == stale.id and current.run_token != stale.run_token
+    finished = [(stale, JobOutcome.completed({"run": "stale"})),
+                (current, JobOutcome.completed({"run": "current"}))]  # fmt: skip
+    if not stale_first:
+        finished.reverse()
+    answers = dict(
+        zip(("stale", "current"), queue.finish_job_runs(finished)[:: 1 if stale_first else -1])
+    )
+    assert answers["stale"] is None, "the stale run was answered as written"
+    assert answers["current"].status == JobStatus.COMPLETED
+    stored = queue.get_job(current.id)
+    assert (stored.status, stored.result) == (JobStatus.COMPLETED, {"run": "current"})
+    if in_batch:
+        status = queue.get_batch_status(batch_id)
+        assert (status.completed_jobs, status.status) == (1, "Completed")

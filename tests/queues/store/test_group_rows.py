@@ -54,3 +54,17 @@ def test_an_updated_row_holds_what_the_orm_would_write():
     assert group_rows.update_row(Batch, "default", row.id, {"completed_at": None}) == 1
     assert Batch.objects.get(id=row.id).completed_at is None
     assert group_rows.update_row(Batch, "default", uuid.uuid4(), {"failed_jobs": 1}) == 0
+
+
+def test_a_lock_outside_a_transaction_and_an_expression_are_refused():
+    from django.db import connection
+    from django.db.models import F
+    from django.db.transaction import TransactionManagementError
+
+    row = Batch.objects.create(id=uuid.uuid4(), name="b", created_at=WHEN, total_jobs=2)
+    if connection.features.has_select_for_update:  # SQLite locks the database, not rows
+        with pytest.raises(TransactionManagementError):
+            group_rows.lock_row(Batch, "default", row.id)
+    with pytest.raises(TypeError, match="failed_jobs"):
+        group_rows.update_row(Batch, "default", row.id, {"failed_jobs": F("failed_jobs") + 1})
+    assert Batch.objects.get(id=row.id).failed_jobs == 0

@@ -5,6 +5,7 @@ failed since the claim). The claimer reads each batch's mode once."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import OperationalError
@@ -65,20 +66,50 @@ def test_only_the_jobs_of_a_fail_fast_batch_wait_for_a_read(monkeypatch):
 
 
 def test_a_batch_whose_mode_cannot_be_read_waits_for_reads_of_its_own(monkeypatch):
+    """The read is tried once, not retried: the claimed jobs wait for it. Its failure leaves
+    the batch's jobs to reads of their own, and a later claim reads the mode again."""
     queue = JobQueue()
     name = unique_queue("batch_starts")
-    queue.enqueue_batch(JobBatch("plain", jobs=[Job(queue_name=name) for _ in range(2)]))
+    jobs = [Job(queue_name=name) for _ in range(3)]
+    batch_id = queue.enqueue_batch(JobBatch("plain", jobs=jobs))
     run = a_run(queue, name)
-    run.stop.set()  # stopping: a read that fails is not retried (as a claim would not be)
+    read = queue.fail_fast_batches
+    calls: list = []
 
-    def gone(ids):
-        raise OperationalError("server closed the connection unexpectedly")
+    def gone_once(ids):
+        calls.append(set(ids))
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return read(ids)
 
-    monkeypatch.setattr(queue, "fail_fast_batches", gone)
-    jobs = queue.dequeue(name, run.claimer.options.with_batch_size(2))
-    run.state.hold(jobs, run.claimer._plain_batches(jobs))
+    monkeypatch.setattr(queue, "fail_fast_batches", gone_once)
+    assert run.claimer.claim(2) == (2, 2)
     assert [h.fresh() for h in run.state.held] == [False, False]
     assert run.claimer.fail_fast == {}, "an unread mode was kept"
+    assert run.claimer.claim(1) == (1, 1)
+    assert calls == [{batch_id}, {batch_id}]
+    assert [h.fresh() for h in run.state.held] == [False, False, True]
+
+
+def test_the_claims_start_window_opens_with_its_answer_not_after_the_read(monkeypatch):
+    """A slow read of the modes must not widen the window in which held jobs start on the
+    claim's checks: their claim time is the claim's."""
+    queue = JobQueue()
+    name = unique_queue("batch_starts")
+    queue.enqueue_batch(JobBatch("plain", jobs=[Job(queue_name=name)]))
+    queue.enqueue(Job(queue_name=name))
+    run = a_run(queue, name)
+    read = queue.fail_fast_batches
+    began: list[float] = []
+
+    def timed(ids):
+        began.append(time.monotonic())
+        return read(ids)
+
+    monkeypatch.setattr(queue, "fail_fast_batches", timed)
+    assert run.claimer.claim(2) == (2, 2)
+    assert len(began) == 1
+    assert all(h.claimed_at <= began[0] for h in run.state.held)
 
 
 def test_a_claimer_forgets_the_modes_it_knows_past_its_bound(monkeypatch):
