@@ -41,6 +41,11 @@ def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes
     _clear(queue, name)
     try:
         _enqueue(queue, name, count)
+        # Not timed: the table without the dead rows of earlier figures (autovacuum may be
+        # off or behind) and its statistics those of the backlog, as autovacuum would leave
+        # them on a live server and as `scripts/bench-peers` does. Else each figure pays for
+        # the churn of all before it.
+        queue.vacuum_jobs()
         worker_before, server_before = cpu.children_cpu(), server_cpu(queue.using)
         seconds = _run(queue.using, name, processes)
         worker_cpu = cpu.children_cpu() - worker_before
