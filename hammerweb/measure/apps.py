@@ -11,3 +11,8 @@ class MeasureConfig(AppConfig):
     name = "hammerweb.measure"
     label = "measure"
     verbose_name = "Hammerweb measurements"
+
+    def ready(self) -> None:
+        from hammerweb.measure.benchmark import statements
+
+        statements.install()  # only in benchqueue's runworker children (their environment)

@@ -82,6 +82,9 @@ def test_benchqueue_runs_runworker_on_every_handler_shape(monkeypatch):
     # The child's CPU (its start-up alone is more than a clock tick) and, on a server of
     # this machine, the server's; SQLite's work is the worker's.
     assert all(row["worker_cpu_us_per_job"] > 0 for row in rows)
+    # The statements of every process of the child, counted: its 5 jobs took at least a
+    # claim and a write, and its start-up a few reads more.
+    assert all(row["statements_per_100_jobs"] >= 3 * 100 / 5 for row in rows), rows
     servers = [row["server_cpu_us_per_job"] for row in rows]
     if connection.vendor == "sqlite":
         assert servers == [None] * len(rows)

@@ -27,10 +27,18 @@ class Figure:
     # (cpu.py): what the figure's jobs cost, and where.
     worker_cpu: float | None = None
     server_cpu: float | None = None
+    #: The statements the figure's processes sent, where counted (runworker's children).
+    statements: int | None = None
 
     @property
     def rate(self) -> float:
         return self.jobs / self.seconds if self.seconds else 0.0
+
+    @property
+    def statements_per_100(self) -> float | None:
+        if self.statements is None or not self.jobs:
+            return None
+        return self.statements * 100 / self.jobs
 
     def per_job_us(self, seconds: float | None) -> float | None:
         """CPU seconds as microseconds a job (None stays None)."""

@@ -11,11 +11,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.db import connections
 
-from hammerweb.measure.benchmark import cpu, shapes
+from hammerweb.measure.benchmark import cpu, shapes, statements
 from hammerweb.measure.benchmark.runs import Figure
 from hammerweb.measure.models import BenchNote
 from queues.api import Job, JobBatch, JobQueue
@@ -47,7 +48,7 @@ def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes
         # the churn of all before it.
         queue.vacuum_jobs()
         worker_before, server_before = cpu.children_cpu(), server_cpu(queue.using)
-        seconds = _run(queue.using, name, processes)
+        seconds, sent = _run(queue.using, name, processes)
         worker_cpu = cpu.children_cpu() - worker_before
         server_after = server_cpu(queue.using)
         completed = queue.get_job_counts_by_status(name)["Completed"]
@@ -62,6 +63,7 @@ def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes
         seconds,
         worker_cpu=worker_cpu,
         server_cpu=None if None in (server_before, server_after) else server_after - server_before,
+        statements=sent,
     )
 
 
@@ -114,15 +116,23 @@ def _jobs(name: str, count: int):
     return (Job(queue_name=name, payload={"i": i}) for i in range(count))
 
 
-def _run(using: str, name: str, processes: int) -> float:
-    """Seconds from starting `runworker` to its exit (it exits once the queue is empty)."""
+def _run(using: str, name: str, processes: int) -> tuple[float, int]:
+    """Seconds from starting `runworker` to its exit (it exits once the queue is empty), and
+    the statements its processes sent, start-up included (`statements`)."""
     command = [
         sys.executable, str(settings.BASE_DIR / "manage.py"), "runworker", name, *OPTIONS,
         "--processes", str(processes), "--database", using,
         "--include", shapes.__name__,
     ]  # fmt: skip
-    env = {**os.environ, "DJANGO_DEBUG": "0", "HAMMERWEB_MEASURE": "1"}
-    with tempfile.TemporaryFile() as output:
+    directory = tempfile.TemporaryDirectory()
+    counts = Path(directory.name) / "statements"
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "0",
+        "HAMMERWEB_MEASURE": "1",
+        statements.ENVIRONMENT: str(counts),
+    }
+    with directory, tempfile.TemporaryFile() as output:
         began = time.perf_counter()
         code = subprocess.call(command, env=env, stdout=output, stderr=subprocess.STDOUT)
         seconds = time.perf_counter() - began
@@ -130,7 +140,7 @@ def _run(using: str, name: str, processes: int) -> float:
             output.seek(0)
             tail = output.read()[-2000:].decode(errors="replace")
             raise RuntimeError(f"runworker exited with {code}:\n{tail}")
-    return seconds
+        return seconds, statements.total(counts)
 
 
 def _clear(queue: JobQueue, name: str) -> None:

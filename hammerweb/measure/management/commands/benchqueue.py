@@ -146,6 +146,7 @@ class Command(BaseCommand):
                     # Measured for the runworker children only (None elsewhere).
                     "worker_cpu_us_per_job": _rounded(f.per_job_us(f.worker_cpu)),
                     "server_cpu_us_per_job": _rounded(f.per_job_us(f.server_cpu)),
+                    "statements_per_100_jobs": _rounded(f.statements_per_100),
                 }
             )
         meta = {
@@ -170,6 +171,8 @@ class Command(BaseCommand):
                     f"{server:.0f} µs" if server is not None
                     else "in the worker's" if connection.vendor == "sqlite" else "not measured"
                 )  # fmt: skip
+                if row["statements_per_100_jobs"] is not None:
+                    ratio += f"; {row['statements_per_100_jobs']:.1f} statements a 100 jobs"
             self.stdout.write(f"{row['group']:<16}{row['label']:<36}{rate:>10.0f}  {ratio}")
 
 

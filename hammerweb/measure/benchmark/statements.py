@@ -1,0 +1,122 @@
+"""The statements a `runworker` child sends its database, for `benchqueue`'s statements a
+hundred jobs. With `HAMMERWEB_MEASURE_STATEMENTS` naming a file in its environment, each of
+the process's connections counts what it sends, and the process adds its total to that file
+as it exits (a forked child starts from zero). Counted as the server sees them: every
+execute (each parameter set of an `executemany`, but mysqlclient's one INSERT of many
+rows), and the transaction control the driver
+sends on its own: psycopg's BEGIN and the COMMIT or ROLLBACK of a transaction it began,
+SQLite's COMMIT (its BEGIN is an execute), mysqlclient's COMMIT and its `SET autocommit`."""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+from pathlib import Path
+
+from django.db.backends.signals import connection_created
+
+ENVIRONMENT = "HAMMERWEB_MEASURE_STATEMENTS"
+
+_counter = itertools.count()  # next() is atomic: the slots, claimer and writer count at once
+
+
+def count(n: int = 1) -> None:
+    for _ in range(n):
+        next(_counter)
+
+
+def counted() -> int:
+    """The statements counted so far in this process (read once, at its exit)."""
+    return next(_counter)
+
+
+def install() -> None:
+    """Count this process's statements and write their total to the file at exit, if the
+    environment names one (in `runworker` children only: benchqueue sets it)."""
+    path = os.environ.get(ENVIRONMENT)
+    if not path:
+        return
+    connection_created.connect(_instrument, dispatch_uid="hammerweb.measure.statements")
+    os.register_at_fork(after_in_child=_reset)
+    atexit.register(_write, Path(path))
+
+
+def total(path: Path) -> int:
+    """The statements that every process wrote to `path`."""
+    text = path.read_text() if path.exists() else ""
+    return sum(int(line.split()[1]) for line in text.splitlines() if line.strip())
+
+
+def _reset() -> None:
+    global _counter
+    _counter = itertools.count()
+
+
+def _write(path: Path) -> None:
+    # One short line a process, appended: the writes of sibling processes do not mix.
+    with path.open("a") as file:
+        file.write(f"{os.getpid()} {counted()}\n")
+
+
+def _instrument(sender, connection, **kwargs) -> None:
+    """Count the statements of `connection`, once however often it reconnects."""
+    if _executed in connection.execute_wrappers:
+        return
+    connection.execute_wrappers.append(_executed)
+    vendor = connection.vendor
+    commit, rollback = connection._commit, connection._rollback
+
+    def ended(original):
+        def end():
+            count(_ending(connection, vendor))
+            return original()
+
+        return end
+
+    connection._commit, connection._rollback = ended(commit), ended(rollback)
+    if vendor == "mysql":
+        set_autocommit = connection._set_autocommit
+
+        def switched(autocommit):
+            count()  # mysqlclient sends SET autocommit
+            return set_autocommit(autocommit)
+
+        connection._set_autocommit = switched
+
+
+def _ending(connection, vendor: str) -> int:
+    """What ending the connection's transaction sends: nothing if none is open, else the
+    COMMIT or ROLLBACK, and on PostgreSQL the BEGIN that psycopg sent before its first
+    statement (not an execute of ours)."""
+    raw = connection.connection
+    if raw is None:
+        return 0
+    if vendor == "postgresql":
+        from psycopg.pq import TransactionStatus
+
+        return 0 if raw.info.transaction_status == TransactionStatus.IDLE else 2
+    if vendor == "sqlite":
+        return 1 if raw.in_transaction else 0
+    return 1
+
+
+def _executed(execute, sql, params, many, context):
+    if many and not _one_insert(context["connection"].vendor, sql):
+        try:
+            count(len(params))
+        except TypeError:  # an iterator: counted as one
+            count()
+    else:
+        count()
+    return execute(sql, params, many, context)
+
+
+def _one_insert(vendor: str, sql: str) -> bool:
+    """Whether the driver sends an `executemany` of `sql` as one statement: mysqlclient
+    makes one INSERT of many rows of an INSERT ... VALUES."""
+    if vendor != "mysql":
+        return False
+    from MySQLdb.cursors import RE_INSERT_VALUES
+
+    return RE_INSERT_VALUES.match(sql) is not None
