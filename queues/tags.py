@@ -29,7 +29,9 @@ def check_tag(tag: object, error: type[InvalidJob] = InvalidTags) -> str:
         raise error(f"a tag is {len(tag)} characters long; the limit is {MAX_TAG_LENGTH}")
     if tag != tag.strip():
         raise error(f"the tag {tag!r} begins or ends with whitespace")
-    if any(unicodedata.category(c) in _HIDDEN_CATEGORIES for c in tag):
+    if not (tag.isascii() and tag.isprintable()) and any(
+        unicodedata.category(c) in _HIDDEN_CATEGORIES for c in tag
+    ):
         raise error("a tag must not contain control or format characters or unpaired surrogates")
     return tag
 
@@ -37,7 +39,7 @@ def check_tag(tag: object, error: type[InvalidJob] = InvalidTags) -> str:
 def check_tags(tags: object) -> list[str]:
     """A job's tags as stored: a list of distinct valid tags in the order given (a tag given
     twice is kept once). None means none."""
-    if tags is None:
+    if tags is None or (type(tags) is list and not tags):
         return []
     if isinstance(tags, str | bytes) or not isinstance(tags, Sequence | set | frozenset):
         raise InvalidTags(f"tags must be a list of strings, not {type(tags).__name__}")

@@ -61,7 +61,10 @@ def validate_queue_name(name: object) -> str:
         )
     if name != name.strip():
         raise InvalidQueueName("a queue name must not begin or end with whitespace")
-    if any(unicodedata.category(c) in _HIDDEN_CATEGORIES for c in name):
+    # Printable ASCII holds none of the hidden categories: most names need no lookup.
+    if not (name.isascii() and name.isprintable()) and any(
+        unicodedata.category(c) in _HIDDEN_CATEGORIES for c in name
+    ):
         raise InvalidQueueName(
             "a queue name must not contain control or format characters or unpaired surrogates"
         )
@@ -122,6 +125,8 @@ def check_meta(meta: object) -> dict:
     every database holds, within a payload's limits. None means an empty one."""
     if meta is None:
         return {}
+    if type(meta) is dict and not meta:
+        return meta  # most jobs': nothing to encode
     if not isinstance(meta, dict):
         raise InvalidTags(f"meta must be a dict (a JSON object), not {type(meta).__name__}")
     if not all(isinstance(key, str) for key in meta):
@@ -250,7 +255,8 @@ def validate_job(job, now) -> None:
     priority = job.priority
     if isinstance(priority, bool) or priority not in _PRIORITIES:
         raise InvalidPriority(f"unknown priority: {priority!r} (use JobPriority)")
-    job.priority = JobPriority(priority)
+    if type(priority) is not JobPriority:
+        job.priority = JobPriority(priority)
     for name in ("max_attempts", "attempts"):
         value = getattr(job, name)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -266,7 +272,9 @@ def validate_job(job, now) -> None:
     if job.run_token is not None:
         raise InvalidJob("a new job has no run token (a claim gives one)")
     for name in _TIME_FIELDS:
-        setattr(job, name, check_time(getattr(job, name), name))
+        value = getattr(job, name)
+        if value is not None:  # most of a new job's times are
+            setattr(job, name, check_time(value, name))
     if job.timeout is not None:
         check_duration(job.timeout, "timeout", InvalidJob)
     if job.error_message is not None:
@@ -282,11 +290,12 @@ def validate_job(job, now) -> None:
                 raise InvalidJob(str(exc)) from exc
     if job.result is not None:
         check_json(job.result, "result")
-    job.depends_on = [normalize_id(i) for i in (job.depends_on or [])]
-    if len(set(job.depends_on)) != len(job.depends_on):
-        job.depends_on = list(dict.fromkeys(job.depends_on))
-    if str(job.id) in job.depends_on:
-        raise InvalidWorkflow(f"job {job.id} depends on itself")
+    if not job.depends_on:
+        job.depends_on = []
+    else:
+        job.depends_on = list(dict.fromkeys(normalize_id(i) for i in job.depends_on))
+        if str(job.id) in job.depends_on:
+            raise InvalidWorkflow(f"job {job.id} depends on itself")
     if job.cron_schedule is not None and not str(job.cron_schedule).strip():
         job.cron_schedule = None  # "" means no schedule, as None does
     if job.cron_schedule:

@@ -299,32 +299,51 @@ class JobDependency(models.Model):
 def _built_from_keywords(job: Job, kwargs: dict) -> bool:
     """`Model.__init__` for a new job built from its fields' names (`Job(queue_name=...)`),
     what an enqueue's caller does for every job: each field its keyword's value or its
-    default, in the model's order, as Django sets them. Django's own loop raises and catches
-    a KeyError for every field not given (about two thirds of a job's construction). False,
-    and nothing done, where Django's path is needed: a receiver of `pre_init` or `post_init`
-    for jobs, or a keyword that is not a column's attribute (a related object, a property,
-    a mistake for Django to report)."""
-    fields = _KEYWORD_FIELDS or _keyword_fields()
-    if not fields.keys() >= kwargs.keys():
+    default, as Django sets them. Django's own loop raises and catches a KeyError for every
+    field not given (about two thirds of a job's construction). False, and nothing done,
+    where Django's path is needed: a receiver of `pre_init` or `post_init` for jobs, or a
+    keyword that is not a column's attribute (a related object, a property, a mistake for
+    Django to report)."""
+    constants, made = _KEYWORD_DEFAULTS or _keyword_defaults()
+    if not constants.keys() >= kwargs.keys():
         return False
     if pre_init.has_listeners(Job) or post_init.has_listeners(Job):
         return False
     job._state = ModelState()
     values = job.__dict__
-    for attname, default in fields.items():
-        values[attname] = kwargs[attname] if attname in kwargs else default()
+    values.update(constants)  # every field, in the model's order
+    for attname, default in made:
+        if attname not in kwargs:
+            values[attname] = default()
+    values.update(kwargs)
     return True
 
 
-def _keyword_fields() -> dict:
-    # Filled once, at the first job built: each concrete field's attribute name and its
-    # default, a new value each call, as Django's path makes it: the callable that
-    # `Field.get_default` calls (Django's own cache of it), else that method.
-    _KEYWORD_FIELDS.update(
-        (f.attname, getattr(f, "_get_default", None) or f.get_default)
-        for f in Job._meta.concrete_fields
-    )
-    return _KEYWORD_FIELDS
+def _keyword_defaults() -> tuple[dict, tuple]:
+    """Made once, at the first job built (and set whole, for a thread building one at the
+    same time): each field's default as Django's path gives it (`Field.get_default`'s
+    callable, Django's own cache of it). Where that callable returns the same immutable
+    value each time (None, a literal default, `str`'s ""), the value itself, set with one
+    dict update; the others (an id, a time, a new list) are called for each job."""
+    from django.db.models.fields import return_None
+
+    global _KEYWORD_DEFAULTS
+    constants, made = {}, []
+    for field in Job._meta.concrete_fields:
+        default = getattr(field, "_get_default", None) or field.get_default
+        if default is return_None:
+            constants[field.attname] = None
+        elif default is str:
+            constants[field.attname] = ""
+        elif field.has_default() and not callable(field.default):
+            constants[field.attname] = field.default  # what Django's callable returns
+        else:
+            constants[field.attname] = None
+            made.append((field.attname, default))
+    _KEYWORD_DEFAULTS = (constants, tuple(made))
+    return _KEYWORD_DEFAULTS
 
 
-_KEYWORD_FIELDS: dict = {}
+#: Every field's attribute name -> its constant default (None for the others), and the
+#: fields whose default is made anew for each job, with the callable that makes it.
+_KEYWORD_DEFAULTS: tuple[dict, tuple] | None = None

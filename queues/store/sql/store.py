@@ -69,6 +69,33 @@ def _column_adapter(field):
 
         return adapt_time
 
+    plain = _PLAIN_TYPES.get(kind)
+    if plain is not None:
+        # A subclass's value (an enum's member: JobStatus, JobPriority) is what the field's
+        # get_db_prep_save and `_as_json` make of it: a text as it is, a number as an int.
+        def adapt_plain(value, connection):
+            if isinstance(value, plain):
+                return value if plain is str else int(value)
+            return _as_json(save(value, connection))
+
+        return adapt_plain
+    if kind == "BooleanField":
+
+        def adapt_bool(value, connection):
+            if type(value) is bool:
+                return int(value)
+            return _as_json(save(value, connection))
+
+        return adapt_bool
+    if kind == "UUIDField":
+        # A native uuid column takes the id's text; the others store its hex.
+        def adapt_uuid(value, connection):
+            if type(value) is uuid.UUID:
+                return str(value) if connection.features.has_native_uuid_field else value.hex
+            return _as_json(save(value, connection))
+
+        return adapt_uuid
+
     def adapt(value, connection):
         return _as_json(save(value, connection))
 
