@@ -30,7 +30,10 @@ def counted():
         cursor.execute("CREATE TEMPORARY TABLE counted_rows (n integer)")
     yield own
     own.execute_wrappers = wrappers
-    for name in ("_commit", "_rollback", "_set_autocommit"):
+    for name in (
+        *("_commit", "_rollback", "_set_autocommit", "connect"),
+        *(statements._MARK, statements._CONNECTING),
+    ):
         own.__dict__.pop(name, None)  # the class's own again
     with own.cursor() as cursor:
         cursor.execute("DROP TABLE counted_rows")
@@ -86,8 +89,28 @@ def test_an_empty_transaction_sends_what_its_driver_sends(counted):
     assert _sent_by(empty) == {"postgresql": 0, "sqlite": 2, "mysql": 3}[counted.vendor]
 
 
+def test_a_reconnect_counts_nothing_of_its_own_set_up(counted):
+    def reconnect():
+        counted.close()
+        counted.connect()  # Django's set-up again (on MariaDB its SET autocommit among it)
+
+    assert _sent_by(reconnect) == 0
+    with counted.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE counted_rows (n integer)")  # gone with the close
+    assert _sent_by(_executes) == (2 if counted.vendor == "mysql" else 3)
+
+
+def test_a_callers_execute_wrapper_leaves_the_count_in_place(counted):
+    def callers(execute, sql, params, many, context):
+        return execute(sql, params, many, context)
+
+    with counted.execute_wrapper(callers):
+        statements._instrument(None, counted)  # as if the connection opened in this block
+    assert counted.execute_wrappers == [statements._executed]
+
+
 def test_the_total_adds_every_process_line(tmp_path):
     path = tmp_path / "statements"
-    assert statements.total(path) == 0  # no process wrote
-    path.write_text("101 40\n102 2\n")
+    assert statements.total(path) is None  # no process wrote
+    path.write_text("101 40\n102 2\n103\n")  # the last cut short
     assert statements.total(path) == 42

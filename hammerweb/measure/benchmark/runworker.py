@@ -116,7 +116,7 @@ def _jobs(name: str, count: int):
     return (Job(queue_name=name, payload={"i": i}) for i in range(count))
 
 
-def _run(using: str, name: str, processes: int) -> tuple[float, int]:
+def _run(using: str, name: str, processes: int) -> tuple[float, int | None]:
     """Seconds from starting `runworker` to its exit (it exits once the queue is empty), and
     the statements its processes sent, start-up included (`statements`)."""
     command = [

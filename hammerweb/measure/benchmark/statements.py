@@ -3,9 +3,10 @@ hundred jobs. With `HAMMERWEB_MEASURE_STATEMENTS` naming a file in its environme
 the process's connections counts what it sends, and the process adds its total to that file
 as it exits (a forked child starts from zero). Counted as the server sees them: every
 execute (each parameter set of an `executemany`, but mysqlclient's one INSERT of many
-rows), and the transaction control the driver
+rows, which it splits past 64 KiB: counted as one), and the transaction control the driver
 sends on its own: psycopg's BEGIN and the COMMIT or ROLLBACK of a transaction it began,
-SQLite's COMMIT (its BEGIN is an execute), mysqlclient's COMMIT and its `SET autocommit`."""
+SQLite's COMMIT (its BEGIN is an execute), mysqlclient's COMMIT and its `SET autocommit`.
+A worker's hot path sends no executemany."""
 
 from __future__ import annotations
 
@@ -42,10 +43,13 @@ def install() -> None:
     atexit.register(_write, Path(path))
 
 
-def total(path: Path) -> int:
-    """The statements that every process wrote to `path`."""
-    text = path.read_text() if path.exists() else ""
-    return sum(int(line.split()[1]) for line in text.splitlines() if line.strip())
+def total(path: Path) -> int | None:
+    """The statements that every process wrote to `path`; None if none wrote (a process
+    that did not exit by itself writes nothing)."""
+    if not path.exists():
+        return None
+    lines = [line.split() for line in path.read_text().splitlines()]
+    return sum(int(words[1]) for words in lines if len(words) == 2 and words[1].isdigit())
 
 
 def _reset() -> None:
@@ -60,10 +64,15 @@ def _write(path: Path) -> None:
 
 
 def _instrument(sender, connection, **kwargs) -> None:
-    """Count the statements of `connection`, once however often it reconnects."""
-    if _executed in connection.execute_wrappers:
+    """Count the statements of `connection`, once however often it reconnects. Sent after
+    the connection's set-up: the statements of a new connection's own set-up (Django's time
+    zone, isolation level and autocommit) are not counted, at any reconnect either."""
+    if connection.__dict__.get(_MARK):
         return
-    connection.execute_wrappers.append(_executed)
+    connection.__dict__[_MARK] = True
+    # First, not last: `execute_wrapper()` of a caller who opened the connection in its
+    # block takes the last wrapper off at its end.
+    connection.execute_wrappers.insert(0, _executed)
     vendor = connection.vendor
     commit, rollback = connection._commit, connection._rollback
 
@@ -75,34 +84,56 @@ def _instrument(sender, connection, **kwargs) -> None:
         return end
 
     connection._commit, connection._rollback = ended(commit), ended(rollback)
+    connect = connection.connect
+
+    def reconnect():
+        connection.__dict__[_CONNECTING] = True  # its set-up is not counted
+        try:
+            return connect()
+        finally:
+            connection.__dict__[_CONNECTING] = False
+
+    connection.connect = reconnect
     if vendor == "mysql":
         set_autocommit = connection._set_autocommit
 
         def switched(autocommit):
-            count()  # mysqlclient sends SET autocommit
+            if not connection.__dict__.get(_CONNECTING):
+                count()  # mysqlclient sends SET autocommit
             return set_autocommit(autocommit)
 
         connection._set_autocommit = switched
 
 
+#: Set in a connection's `__dict__` once its statements are counted, and while it connects.
+_MARK = "_hammerweb_statements_counted"
+_CONNECTING = "_hammerweb_statements_connecting"
+
+
 def _ending(connection, vendor: str) -> int:
     """What ending the connection's transaction sends: nothing if none is open, else the
     COMMIT or ROLLBACK, and on PostgreSQL the BEGIN that psycopg sent before its first
-    statement (not an execute of ours)."""
+    statement (not an execute of ours). A connection the driver finds closed: nothing."""
     raw = connection.connection
     if raw is None:
         return 0
     if vendor == "postgresql":
         from psycopg.pq import TransactionStatus
 
-        return 0 if raw.info.transaction_status == TransactionStatus.IDLE else 2
+        status = raw.info.transaction_status
+        return 2 if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR) else 0
     if vendor == "sqlite":
-        return 1 if raw.in_transaction else 0
+        try:
+            return 1 if raw.in_transaction else 0
+        except Exception:  # closed under Django: its own call reports that
+            return 0
     return 1
 
 
 def _executed(execute, sql, params, many, context):
-    if many and not _one_insert(context["connection"].vendor, sql):
+    if context["connection"].__dict__.get(_CONNECTING):
+        pass  # a reconnect's set-up (MariaDB's session settings)
+    elif many and not _one_insert(context["connection"].vendor, sql):
         try:
             count(len(params))
         except TypeError:  # an iterator: counted as one
