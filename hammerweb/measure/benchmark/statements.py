@@ -18,6 +18,9 @@ from pathlib import Path
 from django.db.backends.signals import connection_created
 
 ENVIRONMENT = "HAMMERWEB_MEASURE_STATEMENTS"
+#: Set in a connection's `__dict__` once its statements are counted, and while it connects.
+_MARK = "_hammerweb_statements_counted"
+_CONNECTING = "_hammerweb_statements_connecting"
 
 _counter = itertools.count()  # next() is atomic: the slots, claimer and writer count at once
 
@@ -105,11 +108,6 @@ def _instrument(sender, connection, **kwargs) -> None:
         connection._set_autocommit = switched
 
 
-#: Set in a connection's `__dict__` once its statements are counted, and while it connects.
-_MARK = "_hammerweb_statements_counted"
-_CONNECTING = "_hammerweb_statements_connecting"
-
-
 def _ending(connection, vendor: str) -> int:
     """What ending the connection's transaction sends: nothing if none is open, else the
     COMMIT or ROLLBACK, and on PostgreSQL the BEGIN that psycopg sent before its first
@@ -131,16 +129,21 @@ def _ending(connection, vendor: str) -> int:
 
 
 def _executed(execute, sql, params, many, context):
-    if context["connection"].__dict__.get(_CONNECTING):
-        pass  # a reconnect's set-up (MariaDB's session settings)
-    elif many and not _one_insert(context["connection"].vendor, sql):
-        try:
-            count(len(params))
-        except TypeError:  # an iterator: counted as one
-            count()
-    else:
-        count()
+    connection = context["connection"]
+    if not connection.__dict__.get(_CONNECTING):  # a reconnect's set-up is not counted
+        count(_sent(connection.vendor, sql, params, many))
     return execute(sql, params, many, context)
+
+
+def _sent(vendor: str, sql: str, params, many: bool) -> int:
+    """The statements an execute sends: one, or one a parameter set of an `executemany`
+    (an iterator's: counted as one) but mysqlclient's one INSERT of many rows."""
+    if not many or _one_insert(vendor, sql):
+        return 1
+    try:
+        return len(params)
+    except TypeError:
+        return 1
 
 
 def _one_insert(vendor: str, sql: str) -> bool:
