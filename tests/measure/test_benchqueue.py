@@ -72,6 +72,7 @@ def test_benchqueue_runs_runworker_on_every_handler_shape(monkeypatch):
         for shape in (
             "returns None",
             'returns {"ok": True, "n": i}',
+            'returns {"ok": True, "n": i}, a 5-minute timeout',
             "@task returning a + b",
             "writes one row with the ORM",
             "returns None, one enqueue_batch",

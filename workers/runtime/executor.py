@@ -5,11 +5,9 @@ when the database went away under the handler)."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import logging
 import threading
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,14 +19,9 @@ from django.db import connection
 
 from queues.api import Job, JobOutcome
 from workers.runtime.connections import after_job, before_job, close_all, lost_database
+from workers.runtime.handler_thread import HandlerThreads, HandlerTimeout
 
 logger = logging.getLogger("workers")
-
-
-class HandlerTimeout(Exception):
-    def __init__(self, thread: threading.Thread | None = None) -> None:
-        super().__init__()
-        self.thread = thread  # a sync handler's thread, still running
 
 
 class DatabaseLost(Exception):
@@ -194,30 +187,18 @@ async def _awaited(awaitable):
         await sync_to_async(after_job)()
 
 
-def _call_in_thread(handler, job: Job, timeout: float) -> Any:
-    """A sync call that may outlive its timeout: it runs in its own daemon thread, which is
-    left behind on a timeout (Python cannot stop a thread; the slot waits for it, see
-    slots.py); its outcome is then discarded by the run's fencing, and the thread closes
-    its connections when it ends."""
-    future: Future = Future()
-    # The caller's context, so that the handler's spans nest under its run's (as they do
-    # when it runs in the caller's thread).
-    context = contextvars.copy_context()
-
-    def target():
-        try:
-            future.set_result(context.run(_call, handler, job))
-        except BaseException as exc:
-            future.set_exception(exc)
-        finally:
-            close_all()
-
-    thread = threading.Thread(target=target, name=f"job-{job.id}", daemon=True)
-    thread.start()
+def _call_in_thread(handler, job: Job, timeout: float, threads: HandlerThreads | None) -> Any:
+    """A sync call that may outlive its timeout: it runs in the slot's handler thread (a
+    thread of its own for a call from elsewhere), which is left behind on a timeout (Python
+    cannot stop a thread; the slot waits for it, see slots.py); its outcome is then
+    discarded by the run's fencing."""
+    if threads is not None:
+        return threads.call(f"job-{job.id}", timeout, _call, handler, job)
+    threads = HandlerThreads()
     try:
-        return future.result(timeout)
-    except FutureTimeout:
-        raise HandlerTimeout(thread) from None
+        return threads.call(f"job-{job.id}", timeout, _call, handler, job)
+    finally:
+        threads.close()
 
 
 #: What most handlers return: never awaitable, and cheaper to tell by type than by
@@ -225,16 +206,22 @@ def _call_in_thread(handler, job: Job, timeout: float) -> Any:
 _PLAIN = frozenset({type(None), dict, list, str, int, float, bool})
 
 
-def execute(handler, job: Job, timeout: timedelta | None, loop: EventLoop) -> Execution:
+def execute(
+    handler,
+    job: Job,
+    timeout: timedelta | None,
+    loop: EventLoop,
+    threads: HandlerThreads | None = None,
+) -> Execution:
     """Call `handler(job)` and say how the run ended: its return value is the result, an
     exception a failed run (or an interrupted one, if the database went away), running past
-    `timeout` a timed-out run."""
+    `timeout` a timed-out run. A sync call with a timeout runs in `threads` (the slot's)."""
     seconds = timeout.total_seconds() if timeout else None
     try:
         if seconds is None:
             value = _call(handler, job)
         else:
-            value = _call_in_thread(handler, job, seconds)
+            value = _call_in_thread(handler, job, seconds, threads)
         if type(value) not in _PLAIN and inspect.isawaitable(value):
             value = loop.run(value, seconds, job)
     except HandlerTimeout as exc:

@@ -18,6 +18,7 @@ from workers.runtime import handoffs
 from workers.runtime.allowance import Allowance
 from workers.runtime.connections import close_all
 from workers.runtime.executor import EventLoop, Execution, Interrupted, execute
+from workers.runtime.handler_thread import HandlerThreads
 from workers.runtime.handoffs import Request
 from workers.runtime.state import RunState
 
@@ -43,6 +44,7 @@ class Slot:
         # every held job taken after an outcome gets its start marker.
         self.checks = checks
         self.key = id(self)  # of its share of held jobs (`RunState.shares`)
+        self.threads = HandlerThreads()  # where its sync handlers with a timeout run
 
     def run(self) -> None:
         state = self.state
@@ -97,6 +99,7 @@ class Slot:
                 if straggler is not None and not self._came_back(request.finished[0], straggler):
                     return
         finally:
+            self.threads.close()
             close_all()
 
     def _next(self, request: Request) -> Job | None:
@@ -179,7 +182,7 @@ class Slot:
     def _execute(self, job: Job) -> Execution:
         timeout = job.timeout or self.worker.default_timeout
         began = time.monotonic()
-        execution = execute(self.worker.handler, job, timeout, self.loop)
+        execution = execute(self.worker.handler, job, timeout, self.loop, self.threads)
         took = time.monotonic() - began
         self.state.note_run_time(took)
         metrics.ran(job.queue_name, took)

@@ -1,7 +1,7 @@
 """`benchqueue`'s figures of what users run: `manage.py runworker` in a child process,
-start-up included, on the handler shapes of `shapes` (None, a dict, a django.tasks `@task`,
-an ORM write, and None on the jobs of one `enqueue_batch`), with one and two worker
-processes."""
+start-up included, on the handler shapes of `shapes` (None, a dict, a dict on jobs with a
+timeout, a django.tasks `@task`, an ORM write, and None on the jobs of one `enqueue_batch`),
+with one and two worker processes."""
 
 from __future__ import annotations
 
@@ -112,6 +112,9 @@ def _enqueue(queue: JobQueue, name: str, count: int) -> None:
 def _jobs(name: str, count: int):
     if name == shapes.TASK:
         return (Job(queue_name=name, payload=task_payload(shapes.add, [i, 1], {}))
+                for i in range(count))  # fmt: skip
+    if name == shapes.TIMED:
+        return (Job(queue_name=name, payload={"i": i}, timeout=shapes.TIMEOUT)
                 for i in range(count))  # fmt: skip
     return (Job(queue_name=name, payload={"i": i}) for i in range(count))
 

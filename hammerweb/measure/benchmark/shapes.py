@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.tasks import task
 
 from hammerweb.measure.models import BenchNote
@@ -11,10 +13,14 @@ from workers.api import job_handler
 NONE, DICT, TASK, ORM = "bench_rw_none", "bench_rw_dict", "bench_rw_task", "bench_rw_orm"
 #: The jobs of `enqueue_batch` (one batch, tallied as its jobs end), with a None handler.
 BATCH = "bench_rw_batch"
+#: Jobs with a timeout (`TIMEOUT`), with the dict handler: each runs outside its slot.
+TIMED = "bench_rw_timed"
+TIMEOUT = timedelta(minutes=5)
 #: Every shape, in the order of the report: (label, queue).
 SHAPES = [
     ("returns None", NONE),
     ('returns {"ok": True, "n": i}', DICT),
+    ('returns {"ok": True, "n": i}, a 5-minute timeout', TIMED),
     ("@task returning a + b", TASK),
     ("writes one row with the ORM", ORM),
     ("returns None, one enqueue_batch", BATCH),
@@ -28,6 +34,7 @@ def returns_none(job):
 
 
 @job_handler(DICT)
+@job_handler(TIMED)
 def returns_dict(job):
     return {"ok": True, "n": job.payload["i"]}
 

@@ -183,6 +183,17 @@ def test_worker_threads_close_their_connections():
     run_until(queue, name, "Completed", 12, lambda job: None, batch_size=4, batch_concurrency=3)
     queue.enqueue_many([Job(queue_name=name) for _ in range(12)])
     run_until(queue, name, "Completed", 24, async_handler, batch_size=4, batch_concurrency=3)
+    # Handlers with a timeout run in their slots' handler threads, which close theirs too.
+    queue.enqueue_many([Job(queue_name=name, timeout=timedelta(seconds=30)) for _ in range(12)])
+    run_until(
+        queue,
+        name,
+        "Completed",
+        36,
+        lambda job: JobQueue().get_job(job.id).attempts,
+        batch_size=4,
+        batch_concurrency=3,
+    )
     # A closed connection's server process exits a moment after the client hangs up, so
     # the count is read until it settles; a leaked connection stays open for good.
     deadline = time.monotonic() + 10
