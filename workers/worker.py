@@ -13,7 +13,7 @@ from uuid import UUID
 
 from queues.api import JobQueue, PriorityWeights
 from queues.options import MAX_BATCH_SIZE
-from queues.validation import validate_queue_name
+from queues.validation import check_duration, validate_queue_name
 from workers import defaults
 from workers.runtime.rate_limit import RateLimit, RateLimiter
 from workers.runtime.throttle import Throttle, ThrottleConfig
@@ -42,8 +42,10 @@ class WorkerStats:
 
 
 def _duration(value, name: str, allow_zero: bool = False) -> timedelta:
-    if not isinstance(value, timedelta) or value < timedelta(0) or (
-        value == timedelta(0) and not allow_zero
+    if (
+        not isinstance(value, timedelta)
+        or value < timedelta(0)
+        or (value == timedelta(0) and not allow_zero)
     ):
         raise ValueError(f"{name} must be a positive timedelta, not {value!r}")
     return value
@@ -132,7 +134,10 @@ class Worker:
 
     def with_default_timeout(self, timeout: timedelta | None) -> Worker:
         """The timeout of jobs that have none of their own (None: no timeout)."""
-        self.default_timeout = None if timeout is None else _duration(timeout, "default_timeout")
+        # At most a job's own longest timeout: a wait longer than the clock can count fails.
+        self.default_timeout = (
+            None if timeout is None else check_duration(timeout, "default_timeout")
+        )
         return self
 
     def with_priority_weights(self, weights: PriorityWeights | None) -> Worker:

@@ -22,6 +22,10 @@ class HandlerTimeout(Exception):
         self.thread = thread  # a sync handler's thread, still running
 
 
+#: A handler thread's name between calls; during one, `job-<id>` (its job's).
+IDLE = "handler-idle"
+
+
 class _Thread:
     """A daemon thread running the calls put to it, one at a time, in the context each was
     made in (so that a handler's spans nest under its run's). It closes its database
@@ -31,7 +35,7 @@ class _Thread:
         self.calls: queue.SimpleQueue = queue.SimpleQueue()
         self.results: queue.SimpleQueue = queue.SimpleQueue()
         self.retired = False
-        self.thread = threading.Thread(target=self._serve, name="handler", daemon=True)
+        self.thread = threading.Thread(target=self._serve, name=IDLE, daemon=True)
         self.thread.start()
 
     def retire(self) -> None:
@@ -41,14 +45,17 @@ class _Thread:
             self.calls.put(None)
 
     def _serve(self) -> None:
+        thread = threading.current_thread()
         try:
             while (call := self.calls.get()) is not None:
-                context, function, args = call
+                name, context, function, args = call
                 del call  # the job is not kept alive while this thread waits for the next
+                thread.name = name
                 try:
                     self.results.put((False, context.run(function, *args)))
                 except BaseException as exc:  # the caller's to judge, as a direct call's
                     self.results.put((True, exc))
+                thread.name = IDLE
                 del context, function, args
         finally:
             close_all()
@@ -66,15 +73,17 @@ class HandlerThreads:
         or its exception raised here; after `timeout` seconds, HandlerTimeout with the
         thread, which is left to the call."""
         current = self._current
-        if current is None or current.retired:
+        if current is None or current.retired or not current.thread.is_alive():
             current = self._current = _Thread()
-        current.thread.name = name
-        current.calls.put((contextvars.copy_context(), function, args))
+        current.calls.put((name, contextvars.copy_context(), function, args))
         try:
             failed, value = current.results.get(timeout=timeout)
         except queue.Empty:
-            current.retire()
+            self.close()  # its late answer is nobody's: the next call gets a new thread
             raise HandlerTimeout(current.thread) from None
+        except BaseException:
+            self.close()  # the call is under way and its answer must not reach the next
+            raise
         if failed:
             try:
                 raise value

@@ -13,6 +13,7 @@ from queues.api import Job, JobQueue
 from tests.conftest import unique_queue
 from tests.workers.support.helpers import running, wait_for_status
 from workers.api import Worker
+from workers.runtime.handler_thread import HandlerThreads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAST = timedelta(milliseconds=20)
@@ -85,3 +86,26 @@ def test_after_a_timeout_the_slots_next_timed_job_gets_a_new_thread():
     result = queue.get_job(after).result
     assert result["first"] == str(after), "the next timed job ran in the timed-out thread"
     assert result["thread"] == f"job-{after}"
+
+
+def test_a_call_whose_wait_fails_leaves_its_answer_to_no_other_call():
+    threads = HandlerThreads()
+    release = threading.Event()
+
+    def answer(value):
+        release.wait(5)
+        return value
+
+    try:
+        with pytest.raises(OverflowError):  # a wait longer than the clock can count
+            threads.call("job-a", 1e300, answer, "a")
+        release.set()
+        assert threads.call("job-b", 5, answer, "b") == "b"
+    finally:
+        release.set()
+        threads.close()
+
+
+def test_a_workers_default_timeout_is_at_most_a_jobs_longest():
+    with pytest.raises(ValueError, match="default_timeout must be at most 365 days"):
+        Worker(JobQueue(), "q", lambda job: None, default_timeout=timedelta(days=366))

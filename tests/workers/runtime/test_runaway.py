@@ -55,6 +55,7 @@ def test_a_handler_thread_that_does_not_come_back_ends_the_run(caplog):
         assert isinstance(run.error, RunawayHandler), run.error
         assert took >= 0.7, "the run ended before the grace period had passed"
         assert f"job {stuck} of {name}: its handler is still running" in caplog.text
+        assert f"(thread job-{stuck})" in caplog.text  # the thread, named for its job
         # The timed-out run was recorded at its timeout; nothing else started meanwhile,
         # and what the run had claimed went back unstarted.
         assert queue.get_job(stuck).status == JobStatus.TIMED_OUT
