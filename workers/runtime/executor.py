@@ -192,13 +192,14 @@ def _call_in_thread(handler, job: Job, timeout: float, threads: HandlerThreads |
     thread of its own for a call from elsewhere), which is left behind on a timeout (Python
     cannot stop a thread; the slot waits for it, see slots.py); its outcome is then
     discarded by the run's fencing."""
-    if threads is not None:
-        return threads.call(f"job-{job.id}", timeout, _call, handler, job)
-    threads = HandlerThreads()
+    own = threads is None
+    if own:
+        threads = HandlerThreads()
     try:
         return threads.call(f"job-{job.id}", timeout, _call, handler, job)
     finally:
-        threads.close()
+        if own:
+            threads.close()
 
 
 #: What most handlers return: never awaitable, and cheaper to tell by type than by

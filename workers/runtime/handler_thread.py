@@ -34,15 +34,12 @@ class _Thread:
     def __init__(self) -> None:
         self.calls: queue.SimpleQueue = queue.SimpleQueue()
         self.results: queue.SimpleQueue = queue.SimpleQueue()
-        self.retired = False
         self.thread = threading.Thread(target=self._serve, name=IDLE, daemon=True)
         self.thread.start()
 
     def retire(self) -> None:
         """No more calls: the thread ends once the call it is running, if any, returns."""
-        if not self.retired:
-            self.retired = True
-            self.calls.put(None)
+        self.calls.put(None)
 
     def _serve(self) -> None:
         thread = threading.current_thread()
@@ -73,7 +70,7 @@ class HandlerThreads:
         or its exception raised here; after `timeout` seconds, HandlerTimeout with the
         thread, which is left to the call."""
         current = self._current
-        if current is None or current.retired or not current.thread.is_alive():
+        if current is None or not current.thread.is_alive():
             current = self._current = _Thread()
         current.calls.put((name, contextvars.copy_context(), function, args))
         try:
@@ -92,6 +89,7 @@ class HandlerThreads:
         return value
 
     def close(self) -> None:
+        """Retire the thread (once: it is forgotten here)."""
         if self._current is not None:
             self._current.retire()
             self._current = None
