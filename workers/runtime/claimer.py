@@ -22,6 +22,9 @@ logger = logging.getLogger("workers")
 
 #: While a worker keeps waiting at its queue's limit, how often it says so (seconds).
 LIMIT_LOG_EVERY = 60.0
+#: While jobs are short, the longest an idle slot waits for half the slots to be idle
+#: before a claim is made for the idle ones (seconds).
+IDLE_SLOT_WAIT = 0.002
 #: The most batches whose failure modes a claimer keeps (then it forgets them all).
 MAX_BATCHES_KNOWN = 1024
 
@@ -97,11 +100,9 @@ class Claimer:
         while True:
             limited = self._limited()
             with state.lock:
-                while not state.stopping and self._room(batch_size, limited) <= 0:
-                    state.room.wait()
+                wanted = self._wait_for_room(batch_size, limited)
                 if state.stopping:
                     return
-                wanted = self._room(batch_size, limited)
             pickup.arm()
             asked, got = self.claim(wanted)
             pickup.claimed(got)
@@ -135,10 +136,33 @@ class Claimer:
         except GaveUp:
             return False  # stopping: the loop claims nothing more
 
-    def _room(self, batch_size: int, limited: bool) -> int:
+    def _wait_for_room(self, batch_size: int, limited: bool) -> int:
+        """Wait (lock held) until there is room for a claim, or the run stops: its size.
+        While jobs are short, a claim waits for half the slots to be idle, but an idle slot
+        waits no longer than `IDLE_SLOT_WAIT` for it (the other slots may be running long
+        jobs)."""
+        state = self.state
+        patient, patient_until = True, None
+        while not state.stopping:
+            room = self._room(batch_size, limited, patient)
+            if room > 0:
+                return room
+            if patient and state.idle and not state.held:
+                now = time.monotonic()
+                if patient_until is None:
+                    patient_until = now + IDLE_SLOT_WAIT
+                if now >= patient_until:
+                    patient = False
+                    continue
+                state.room.wait(patient_until - now)
+            else:
+                state.room.wait()
+        return 0
+
+    def _room(self, batch_size: int, limited: bool, patient: bool = True) -> int:
         """How many jobs to claim now (lock held). On a limited queue no more than the free
         slots: a claimed job waiting for a slot counts against every worker's limit."""
-        room = self.state.capacity(batch_size)
+        room = self.state.capacity(batch_size, patient)
         if limited:
             state = self.state
             room = min(room, state.concurrency - len(state.running) + state.finishing)

@@ -72,7 +72,8 @@ class Latch:
         return self._set
 
 
-#: The most held jobs one slot takes with one check, while jobs are short (`_take_more`).
+#: The most held jobs an idle slot takes from one claim, while jobs are short
+#: (`RunState.per_slot`).
 MAX_SHARE = 8
 
 
@@ -87,8 +88,6 @@ class Request:
     #: A held job taken within the claim's start window, to check with the write: it starts
     #: if the write's read (begun after this request) finds its run still this worker's.
     check: Job | None = None
-    #: More held jobs checked with it, that the slot runs after it while jobs are short.
-    more: tuple[Job, ...] = ()
     written: Latch = field(default_factory=Latch)
     answer: str | None = None  # what the start did (None: the database was gone)
     startable: set = field(default_factory=set)  # the ids the check let start
@@ -98,13 +97,12 @@ class Request:
 
 
 class Share:
-    """The held jobs a slot took with one check (`RunState._take_more`): held still (the
-    heartbeat keeps their leases, a stop releases them) until the slot starts each on that
-    check, within the claim's start window."""
+    """The held jobs an idle slot took with its job from one claim, while jobs are short
+    (`RunState.take`): held still (the heartbeat keeps their leases, a stop releases them)
+    until the slot starts each, on the claim's checks while within its start window."""
 
-    __slots__ = ("jobs", "startable", "asked_at")
+    __slots__ = ("jobs", "claimed_at")
 
     def __init__(self) -> None:
         self.jobs: deque[Job] = deque()
-        self.startable: set = set()  # the ids the check let start
-        self.asked_at = 0.0
+        self.claimed_at = 0.0  # monotonic, of the claim the jobs came from

@@ -55,7 +55,8 @@ class Slot:
                     job = self._from_share()
                     continue
                 if job is None:
-                    held = state.take(wait=True)
+                    per_slot = state.per_slot(self.worker.batch_size)
+                    held = state.take(True, self.key, per_slot)
                     if held is None:
                         return
                     job = held.job
@@ -79,14 +80,16 @@ class Slot:
                     continue
                 straggler = execution.straggler
                 if straggler is None and self._goes_on(job, execution.outcome):
-                    # Without waiting for its write, unless the slot takes a held job with
-                    # it: that job starts once the write's read (or its start marker) says
-                    # its run is still this worker's (see `_next`).
+                    # Without waiting for its write. Where claims run a batch ahead (jobs
+                    # that are not short), the slot takes its next held job with it: that
+                    # job starts once the write's read (or its start marker) says its run is
+                    # still this worker's (see `_next`). Short jobs are claimed for idle
+                    # slots only: the slot goes back to them.
+                    ahead = state.per_slot(self.worker.batch_size) == 1
                     request = state.submit(
                         finished=(job, execution.outcome),
                         wait=False,
-                        check_next=self.checks and not state.has_share(self.key),
-                        share_key=self.key,
+                        check_next=ahead and self.checks and not state.has_share(self.key),
                     )
                     job = self._next(request)
                     continue
@@ -112,8 +115,6 @@ class Slot:
         job = request.check
         if job is None:
             return self._started(request) if request.start is not None else None
-        if request.more:
-            self.state.shares[self.key].startable = request.startable
         # Asked within the claim's start window, and answered within it (a write retried
         # through an outage may end much later): then the claim's start time stands.
         recent = time.monotonic() - request.asked_at < handoffs.FRESH_START
@@ -122,14 +123,14 @@ class Slot:
         return self._started(self.state.submit(start=job))
 
     def _from_share(self) -> Job | None:
-        """The next job of the share taken with the last check: it starts on that check
-        while within the claim's start window (and if its run was startable); else its start
-        marker decides. At a stop, the share is released with the held jobs."""
+        """The next job of the slot's share: it starts on its claim's checks while within
+        the claim's start window; else its start marker decides. At a stop, the share is
+        released with the held jobs."""
         taken = self.state.take_shared(self.key)
         if taken is None:
             return None
-        job, startable, asked_at = taken
-        if startable and time.monotonic() - asked_at < handoffs.FRESH_START:
+        job, claimed_at = taken
+        if time.monotonic() - claimed_at < handoffs.FRESH_START:
             return job
         return self._started(self.state.submit(start=job))
 

@@ -44,7 +44,6 @@ class RunState:
         # Requests waiting for the writer; their jobs stay in `running` until written.
         self.outbox: list[Request] = []
         self.blocked = 0  # of the outbox's requests, those whose slot waits for the write
-        self.share_size = 1  # the held jobs a slot takes with one check (`_take_more`)
         self.shares: dict[int, Share] = {}  # by slot
         self.shared = 0  # the jobs in `shares`
         self.stopping = False
@@ -76,15 +75,34 @@ class RunState:
     def in_flight_count(self) -> int:
         return len(self.held) + self.shared + len(self.running)
 
-    def capacity(self, batch_size: int) -> int:
-        """How many jobs a claim may take now (lock held)."""
-        # A new batch is claimed once every held job has started, sized to fill the batch
-        # again: batches stay large and the slots do not wait for a claim.
+    def capacity(self, batch_size: int, patient: bool = True) -> int:
+        """How many jobs a claim may take now (lock held). `patient`: while jobs are short,
+        none until half the slots are idle."""
+        # No claim while a claim's jobs wait to be taken.
         if self.held:
             return 0
-        # Jobs only waiting for their outcome's write leave within a write: counting them
-        # would make the claims that come while they wait too small to refill the batch.
-        return batch_size - len(self.running) - self.shared + self.finishing
+        per_slot = self.per_slot(batch_size)
+        if per_slot == 1:
+            # A batch ahead, sized to fill the batch again: batches stay large and the slots
+            # do not wait for a claim. Jobs only waiting for their outcome's write leave
+            # within a write: counting them would make the claims that come while they wait
+            # too small to refill the batch.
+            return batch_size - len(self.running) - self.shared + self.finishing
+        # Short jobs: a share for each idle slot, so that no claimed job waits for a busy
+        # slot and none needs a check before it starts (`take`). Claimed once half the
+        # slots are idle (or nothing else runs): one claim for them, not one a slot.
+        if patient and self.idle * 2 < self.concurrency and len(self.running) > self.finishing:
+            return 0
+        return min(batch_size, self.idle * per_slot)
+
+    def per_slot(self, batch_size: int) -> int:
+        """The jobs an idle slot takes from one claim: while jobs are short enough that a
+        share's last job starts within the claim's start window, a batch split among the
+        slots (at most `MAX_SHARE`); else one."""
+        most = max(1, min(MAX_SHARE, batch_size // self.concurrency))
+        if self.run_time is None or self.run_time * most >= handoffs.FRESH_START:
+            return 1
+        return most
 
     def hold(
         self, jobs: list[Job], plain_batches: Collection[UUID] = (), claimed_at: float | None = None
@@ -98,8 +116,6 @@ class RunState:
                 HeldJob(job, claimed_at, job.batch_id is None or job.batch_id in plain_batches)
                 for job in jobs
             )
-            # A claim's jobs shared evenly among the slots (`_take_more`).
-            self.share_size = min(MAX_SHARE, -(-len(self.held) // self.concurrency))
             self.stats.add(held=len(jobs))
             self.work.notify(len(jobs))
 
@@ -116,14 +132,28 @@ class RunState:
             return jobs
 
     # Slots ------------------------------------------------------------------------------
-    def take(self, wait: bool) -> HeldJob | None:
-        """The next held job, now running (None when stopping, or if none and not `wait`)."""
+    def take(self, wait: bool, share_key: int = 0, per_slot: int = 1) -> HeldJob | None:
+        """The next held job, now running (None when stopping, or if none and not `wait`).
+        A fresh one comes with up to `per_slot - 1` more fresh jobs of its claim, held still
+        in the share of `share_key` (`take_shared`): a slot that wakes for a claim takes its
+        share of it at once."""
         with self.lock:
             self.idle += 1
+            if not self.held:
+                self.room.notify_all()  # while jobs are short, claims wait for idle slots
             while wait and not self.stopping and not self.held:
                 self.work.wait()
             self.idle -= 1
-            return self._take_locked()
+            held = self._take_locked()
+            if held is not None and per_slot > 1 and held.fresh():
+                share = self.shares.setdefault(share_key, Share())
+                share.claimed_at = held.claimed_at
+                while len(share.jobs) < per_slot - 1 and self.held and self.held[0].fresh():
+                    share.jobs.append(self.held.popleft().job)
+                    self.shared += 1
+                if not self.held:
+                    self.room.notify_all()  # as `_take_locked`: the claimer claims again
+            return held
 
     def _take_locked(self) -> HeldJob | None:
         if self.stopping or not self.held:
@@ -146,15 +176,14 @@ class RunState:
         given_back: Job | None = None,
         wait: bool = True,
         check_next: bool = False,
-        share_key: int = 0,
     ) -> Request:
         """Hand the writer an outcome to record (or a run to give back) and/or a held job
         to start (with `take_next`, the next held job, if any, with a start marker; with
         `check_next`, the next held job, checked by the write if it is recent, else with a
-        start marker, and while jobs are short the share of `share_key` with it); wait for
+        start marker); wait for
         the write, unless `wait` is False, no held job was taken and fewer than
         `unwritten_limit` outcomes already wait for it."""
-        check, more = None, ()
+        check = None
         with self.lock:
             behind = self.finishing >= self.unwritten_limit
             early = check_next and not wait and not behind
@@ -168,14 +197,11 @@ class RunState:
                 held = self._take_locked()
                 if held is not None and check_next and held.recent():
                     check = held.job
-                    more = self._take_more(share_key)
                 elif held is not None:
                     start = held.job
                 wait = wait or held is not None
-            request = Request(finished, start, given_back, check, more)
+            request = Request(finished, start, given_back, check)
             request.early = early and check is not None
-            if more:
-                self.shares[share_key].asked_at = request.asked_at
             self.outbox.append(request)
             if wait:
                 self.blocked += 1
@@ -188,27 +214,9 @@ class RunState:
             request.written.wait()
         return request
 
-    def _take_more(self, key: int) -> tuple[Job, ...]:
-        """(lock held) While jobs are short, a slot that asks to start a held job takes a
-        share of the held jobs with it (a claim's jobs split evenly among the slots), checked
-        by the same write: one wake-up for several jobs. Jobs of a batch are left out: a
-        fail-fast batch may fail before they start, which only their own read tells."""
-        if self.run_time is None or self.run_time * MAX_SHARE >= handoffs.FRESH_START:
-            return ()
-        share = self.shares.setdefault(key, Share())
-        taken = []
-        while len(taken) < self.share_size - 1 and self.held and self.held[0].fresh():
-            taken.append(self.held.popleft().job)
-        share.jobs.extend(taken)
-        share.startable = set()
-        self.shared += len(taken)
-        if taken and not self.held:
-            self.room.notify_all()  # as `_take_locked`: the claimer claims again
-        return tuple(taken)
-
-    def take_shared(self, key: int) -> tuple[Job, bool, float] | None:
-        """The next job of the share of `key`, now running, whether its check let it start,
-        and when it was asked (None when stopping: the stop releases the share)."""
+    def take_shared(self, key: int) -> tuple[Job, float] | None:
+        """The next job of the share of `key`, now running, and when its claim was answered
+        (monotonic); None when stopping: the stop releases the share."""
         with self.lock:
             share = self.shares.get(key)
             if self.stopping or share is None or not share.jobs:
@@ -218,7 +226,7 @@ class RunState:
             self.running[id(job)] = job
             metrics.started(job)
             self.stats.add(held=-1, running=1)
-            return job, job.id in share.startable, share.asked_at
+            return job, share.claimed_at
 
     def has_share(self, key: int) -> bool:
         share = self.shares.get(key)

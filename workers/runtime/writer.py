@@ -73,7 +73,7 @@ class Writer:
     def write(self, requests: list[Request]) -> None:
         finished = [r.finished for r in requests if r.finished is not None]
         starting = [r.start for r in requests if r.start is not None]
-        checking = [job for r in requests if r.check is not None for job in (r.check, *r.more)]
+        checking = [r.check for r in requests if r.check is not None]
         given_back = [r.given_back for r in requests if r.given_back is not None]
         what = f"finishing {len(finished)} and starting {len(starting) + len(checking)} jobs"
         startable: set = set()

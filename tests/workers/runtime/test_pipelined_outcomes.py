@@ -71,7 +71,7 @@ def held(monkeypatch):
 def next_checked(run, slot):
     """What a slot does after handing in an outcome without waiting: the next held job,
     checked by the writer's next write (or given its start marker)."""
-    return slot._next(run.state.submit(wait=False, check_next=slot.checks, share_key=slot.key))
+    return slot._next(run.state.submit(wait=False, check_next=slot.checks))
 
 
 def test_a_held_job_taken_back_since_the_claim_does_not_start(held):
@@ -190,75 +190,3 @@ def test_a_job_claimed_again_before_its_last_runs_done_keeps_its_new_run():
     assert run.running_jobs() == [new_run], "the new run was taken off with the last"
     run.done([new_run])
     assert run.running_jobs() == [] and run.finishing == 0
-
-
-def test_short_jobs_take_a_share_of_the_held_jobs_with_one_check(held):
-    """While jobs are short, one check (one write) starts a slot's next job and a share of
-    the held jobs after it; the share's jobs start on that check, in order."""
-    queue, name, run, slot, jobs = held(6)
-    run.state.run_time = 0.0001  # the handlers' moving average: short jobs
-    run.state.share_size = 4  # the claim's jobs shared among the slots (set by `hold`)
-    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
-    assert slot._next(request) is jobs[0]
-    assert request.more == tuple(jobs[1:4]), "a share of four with the checked one"
-    share = run.state.shares[slot.key]
-    assert list(share.jobs) == jobs[1:4] and share.startable >= {job.id for job in jobs[1:4]}
-    assert run.state.in_flight_count() == 6, "the share is held still"
-    assert [slot._from_share() for _ in range(3)] == jobs[1:4]
-    assert [queue.get_job(job.id).status for job in jobs] == [JobStatus.RUNNING] * 6
-    assert len(run.state.held) == 2 and not run.state.has_share(slot.key)
-
-
-def test_a_share_is_released_with_the_held_jobs_when_the_run_stops(held):
-    """A stop releases a slot's share with the held jobs, whatever its slot is running:
-    Pending again at once, no attempt counted."""
-    from workers.runtime.shutdown import release_unstarted
-
-    queue, name, run, slot, jobs = held(4)
-    run.state.run_time = 0.0001
-    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
-    assert slot._next(request) is jobs[0]
-    assert run.state.share_size == 4, "one slot: the claim's four jobs are its share"
-    assert len(run.state.shares[slot.key].jobs) == 3
-    run.state.set_stopping()
-    assert slot._from_share() is None, "a stop: the share does not start"
-    release_unstarted(run.worker, run.state, run.allowance, threading.Event())
-    for job in jobs[1:]:
-        stored = queue.get_job(job.id)
-        assert (stored.status, stored.attempts, stored.started_at) == (JobStatus.PENDING, 0, None)
-    assert run.state.in_flight_count() == 1 and run.state.shared == 0
-
-
-def test_a_share_leaves_out_the_jobs_of_a_fail_fast_batch(held):
-    """A held job of a fail-fast batch starts only on a read of its own (the batch may fail
-    before it starts): no share takes it."""
-    queue, name, run, slot, jobs = held(0)
-    batch = JobBatch(name="b", jobs=[Job(queue_name=name) for _ in range(3)],
-                     partial_failure_mode=PartialFailureMode.FAIL_FAST)  # fmt: skip
-    queue.enqueue_batch(batch)
-    plain = [queue.enqueue(Job(queue_name=name)) for _ in range(2)]
-    assert run.claimer.claim(3) == (3, 3)
-    assert run.claimer.claim(3) == (3, 2)
-    run.state.run_time = 0.0001
-    run.state.share_size = 5
-    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
-    assert slot._next(request) is not None
-    assert all(job.batch_id is None for job in request.more)
-    assert {job.id for job in request.more} <= set(plain)
-
-
-def test_a_share_takes_the_jobs_of_a_batch_that_is_not_fail_fast(held):
-    """Such a batch's failures fail none of its other jobs: its held jobs start on their
-    claim's checks and the one check of a share, as jobs in no batch do."""
-    queue, name, run, slot, _ = held(0)
-    batch_id = queue.enqueue_batch(JobBatch("b", jobs=[Job(queue_name=name) for _ in range(3)]))
-    assert run.claimer.claim(3) == (3, 3)
-    run.state.run_time = 0.0001
-    run.state.share_size = 3
-    request = run.state.submit(wait=False, check_next=True, share_key=slot.key)
-    first = slot._next(request)
-    assert first is not None and first.batch_id == batch_id
-    assert len(request.more) == 2 and {job.batch_id for job in request.more} == {batch_id}
-    assert [slot._from_share() for _ in range(2)] == list(request.more)
-    for job in (first, *request.more):
-        assert queue.get_job(job.id).started_at == job.started_at, "a start marker written"
