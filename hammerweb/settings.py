@@ -188,5 +188,9 @@ LOGGING = {
     "loggers": {
         "queues": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "workers": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # Django logs each task's start and end at INFO. Its default handlers keep those
+        # lines only with DEBUG on; otherwise each record is built for nothing (half of
+        # what running a `@task` adds to a job: docs/howto/deploy.md).
+        "django.tasks": {"level": "INFO" if DEBUG else "WARNING"},
     },
 }

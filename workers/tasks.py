@@ -129,10 +129,14 @@ def _forget_plans(*, setting, **kwargs) -> None:
         _plans.clear()
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def _succeeded(sender, result: TaskResult, value):
     try:
         # A return value that cannot be stored fails the task, and task_finished says so.
-        value = normalize_json(value)
+        if type(value) not in _SCALARS:  # what normalize_json returns as it is
+            value = normalize_json(value)
         check_json(value, "the task's return value")
     except Exception as exc:
         _failed(sender, result, exc)
