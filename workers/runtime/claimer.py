@@ -165,7 +165,9 @@ class Claimer:
         room = self.state.capacity(batch_size, patient)
         if limited:
             state = self.state
-            room = min(room, state.concurrency - len(state.running) + state.finishing)
+            room = min(
+                room, state.concurrency - len(state.running) - state.shared + state.finishing
+            )
         return room
 
     def claim(self, wanted: int) -> tuple[int, int]:

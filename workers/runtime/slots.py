@@ -55,8 +55,7 @@ class Slot:
                     job = self._from_share()
                     continue
                 if job is None:
-                    per_slot = state.per_slot(self.worker.batch_size)
-                    held = state.take(True, self.key, per_slot)
+                    held = state.take(True, self.key, self.worker.batch_size)
                     if held is None:
                         return
                     job = held.job

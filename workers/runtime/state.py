@@ -132,23 +132,27 @@ class RunState:
             return jobs
 
     # Slots ------------------------------------------------------------------------------
-    def take(self, wait: bool, share_key: int = 0, per_slot: int = 1) -> HeldJob | None:
+    def take(self, wait: bool, share_key: int = 0, batch_size: int = 1) -> HeldJob | None:
         """The next held job, now running (None when stopping, or if none and not `wait`).
-        A fresh one comes with up to `per_slot - 1` more fresh jobs of its claim, held still
-        in the share of `share_key` (`take_shared`): a slot that wakes for a claim takes its
-        share of it at once."""
+        While jobs are short, a fresh one comes with more fresh jobs of its claim, held
+        still in the share of `share_key` (`take_shared`): a slot that wakes for a claim
+        takes its part of it at once, the held jobs split among the idle slots."""
         with self.lock:
             self.idle += 1
-            if not self.held:
-                self.room.notify_all()  # while jobs are short, claims wait for idle slots
+            per_slot = self.per_slot(batch_size)
+            if per_slot > 1 and not self.held:
+                self.room.notify_all()  # claims of short jobs wait for idle slots
             while wait and not self.stopping and not self.held:
                 self.work.wait()
+            # This slot's part: a claim cut short (a limit, a rate, the queue's last jobs)
+            # must still reach every idle slot.
+            part = min(self.per_slot(batch_size), -(-len(self.held) // self.idle))
             self.idle -= 1
             held = self._take_locked()
-            if held is not None and per_slot > 1 and held.fresh():
+            if held is not None and part > 1 and held.fresh():
                 share = self.shares.setdefault(share_key, Share())
                 share.claimed_at = held.claimed_at
-                while len(share.jobs) < per_slot - 1 and self.held and self.held[0].fresh():
+                while len(share.jobs) < part - 1 and self.held and self.held[0].fresh():
                     share.jobs.append(self.held.popleft().job)
                     self.shared += 1
                 if not self.held:

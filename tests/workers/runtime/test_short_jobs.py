@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from threading import Barrier, BrokenBarrierError
 
 import pytest
 
 from queues.api import Job, JobBatch, JobQueue, JobStatus, PartialFailureMode
 from tests.conftest import unique_queue
 from tests.workers.support.helpers import enqueue_jobs, running, wait_for_status
-from workers.api import Worker
+from workers.api import ThrottleConfig, Worker
 from workers.runtime import RunState, WorkerRun, handoffs
 from workers.runtime.shutdown import release_unstarted
 from workers.runtime.slots import Slot
@@ -51,7 +52,7 @@ def idle_slot(n: int, batch: list[Job] | None = None, mode=PartialFailureMode.CO
 
 
 def take(run, slot):
-    return run.state.take(False, slot.key, run.state.per_slot(run.worker.batch_size))
+    return run.state.take(False, slot.key, run.worker.batch_size)
 
 
 def test_an_idle_slot_takes_its_share_of_a_claim_and_starts_it_with_no_write(fresh):
@@ -218,3 +219,50 @@ def test_a_claim_of_short_jobs_is_never_larger_than_the_batch():
     assert many.per_slot(30) == 3 and many.capacity(30) == 30
     assert many.per_slot(500) == handoffs.MAX_SHARE and many.capacity(500) == 80
     assert many.per_slot(5) == 1 and many.capacity(5) == 5, "fewer jobs than slots: one each"
+
+
+def test_a_claim_cut_short_is_split_among_the_idle_slots(fresh):
+    """A limit, a rate or the queue's last jobs may leave a claim smaller than the idle slots'
+    shares: each idle slot still gets its part, not one slot all of it."""
+    _, run, slot, jobs = idle_slot(4)
+    run.state.concurrency = 4
+    run.state.idle = 3  # three other slots wait for held jobs
+    assert run.state.per_slot(32) == 8
+    assert run.state.take(False, slot.key, 32).job is jobs[0]
+    assert not run.state.has_share(slot.key), "one job each"
+    assert len(run.state.held) == 3
+
+
+@pytest.mark.parametrize("limit", ["max_running", "throttle"])
+def test_short_jobs_of_a_limited_worker_still_run_in_every_slot(fresh, limit):
+    """At its queue's limit (or its throttle's) of four, a worker of four slots claims four
+    jobs at a time, at most: each must go to a slot of its own. Every handler waits for the
+    other three at a barrier; a slot that took two would leave it broken."""
+    queue = JobQueue()
+    name = unique_queue("short_limited")
+    count = 40  # ten rounds of the barrier
+    ids = enqueue_jobs(queue, name, count)
+    barrier = Barrier(4, timeout=20)
+    broken: list = []
+
+    def handler(job):
+        try:
+            barrier.wait()
+        except BrokenBarrierError:
+            broken.append(job.id)
+            raise
+        return {"n": job.payload["i"]}
+
+    options = {"batch_size": 32, "batch_concurrency": 4}
+    if limit == "max_running":
+        queue.queue_config(name, max_running=4)
+    else:
+        options["throttle_config"] = ThrottleConfig(max_concurrent=4)
+    worker = Worker(queue, name, handler, poll_interval=timedelta(milliseconds=20), **options)
+    try:
+        with running(worker):
+            wait_for_status(queue, name, "Completed", count, 120)
+    finally:
+        barrier.abort()
+    assert broken == []
+    assert queue.get_job(ids[-1]).result == {"n": count - 1}
