@@ -223,7 +223,9 @@ def test_kill_9_mid_batch_then_the_reaper_loses_no_job(runworker, tmp_path):
     # The first batch (the High jobs) runs through; of the second, two jobs wait at the gate
     # and one or two more are held when the worker is killed (slots take their next job as
     # they hand in an outcome, so a claim can come before every write is done and be small).
-    first = enqueue_work(4, log, priority=JobPriority.HIGH)
+    # The first jobs take 50 ms: jobs that long are claimed a batch ahead (shorter ones only
+    # for the idle slots, and none would be held while both slots wait at the gate).
+    first = enqueue_work(4, log, seconds=0.05, priority=JobPriority.HIGH)
     ids = first + enqueue_work(8, log, gate=gate)
     run = runworker(WORK_QUEUE, "--batch-size", "4", "--concurrency", "2", "--lease", "2")
     queue = JobQueue()
