@@ -208,14 +208,23 @@ class Worker:
         }
 
     # Running ------------------------------------------------------------------------------
-    def run(self, stop: threading.Event | None = None, force: threading.Event | None = None):
+    def run(
+        self,
+        stop: threading.Event | None = None,
+        force: threading.Event | None = None,
+        *,
+        hub=None,
+    ):
         """Work until `stop` is set (or, in burst mode, until the queue is empty).
 
         On stop, unstarted jobs are released at once and running ones get the grace period;
         setting `force` as well ends the wait for them. Works in any thread; installs no
-        signal handlers.
+        signal handlers. `hub`: the writer, heartbeat and watcher of a process's runs, to
+        share with them (`workers.runtime.hub.Hub`); by default the run has its own.
         """
         from workers.runtime import WorkerRun
 
-        self.current_run = WorkerRun(self, stop or threading.Event(), force or threading.Event())
+        self.current_run = WorkerRun(
+            self, stop or threading.Event(), force or threading.Event(), hub
+        )
         self.current_run.run()

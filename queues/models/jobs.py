@@ -133,8 +133,6 @@ class Job(models.Model):
             ),
             # Counts, listings, pruning; its times serve the history page's sample from the
             # index alone (queues.reads.trends).
-            # Counts, listings, pruning; its times serve the history page's sample from the
-            # index alone (queues.reads.trends).
             models.Index(
                 fields=[
                     "queue_name",

@@ -27,6 +27,7 @@ from workers.process.maintenance import MaintenanceLoop
 from workers.registry import dispatch
 from workers.runtime.executor import RunawayHandler
 from workers.runtime.faults import GaveUp, retrying
+from workers.runtime.hub import Hub
 from workers.worker import Worker
 
 logger = logging.getLogger("workers")
@@ -96,10 +97,12 @@ class WorkerProcessRuntime:
     def run(self, stop: threading.Event, force: threading.Event) -> Summary:
         began = time.monotonic()
         self.row = self._register(stop)
+        # One writer, heartbeat and watcher for every queue's run (hub.py).
+        hub = Hub.for_worker(self.workers[0], stop, force) if self.workers else None
         threads = [
             threading.Thread(
                 target=self._run_worker,
-                args=(worker, stop, force),
+                args=(worker, stop, force, hub),
                 name=f"worker-{worker.queue_name}",
             )
             for worker in self.workers
@@ -136,13 +139,15 @@ class WorkerProcessRuntime:
             maintenance_stop.set()
             for thread in threads:
                 thread.join(1 if force.is_set() else 10)
+            if hub is not None:
+                hub.close()
             self._unregister(force)
             connection.close()
         return self._summary(time.monotonic() - began, force.is_set())
 
-    def _run_worker(self, worker: Worker, stop: threading.Event, force: threading.Event):
+    def _run_worker(self, worker: Worker, stop: threading.Event, force: threading.Event, hub):
         try:
-            worker.run(stop, force)
+            worker.run(stop, force, hub=hub)
         except RunawayHandler:
             # Logged by the run. The process exits 1 once every worker drained: the thread
             # that runs on goes with it, and the supervisor starts a fresh process.

@@ -147,7 +147,9 @@ class Claimer:
             room = self._room(batch_size, limited, patient)
             if room > 0:
                 return room
-            if patient and state.idle and not state.held:
+            if patient and state.idle and not state.held and not state.shared:
+                # (While a slot has a share left, the busy slots run short jobs: they will
+                # be idle soon, and are waited for.)
                 now = time.monotonic()
                 if patient_until is None:
                     patient_until = now + IDLE_SLOT_WAIT

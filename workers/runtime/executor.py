@@ -77,8 +77,8 @@ class Execution(NamedTuple):
 
 class EventLoop:
     """One event loop in its own thread, started on first use, for every async handler of
-    a worker run. Coroutines from any slot thread are scheduled on it; `cancel(job)`
-    cancels the task of the job's handler."""
+    the worker runs of a hub (hub.py). Coroutines from any slot thread are scheduled on it;
+    `cancel(job)` cancels the task of the job's handler."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -10,73 +10,62 @@ import threading
 from queues.api import DequeueOptions
 from workers.runtime.allowance import Allowance
 from workers.runtime.claimer import Claimer
-from workers.runtime.executor import EventLoop, RunawayHandler
+from workers.runtime.executor import RunawayHandler
 from workers.runtime.faults import close_connection
-from workers.runtime.heartbeat import Heartbeat
+from workers.runtime.hub import Hub
 from workers.runtime.shutdown import shut_down
 from workers.runtime.slots import Slot
-from workers.runtime.state import RunState
-from workers.runtime.writer import Writer
 
 logger = logging.getLogger("workers")
 
 
 class WorkerRun:
-    def __init__(self, worker, stop: threading.Event, force: threading.Event) -> None:
+    def __init__(
+        self, worker, stop: threading.Event, force: threading.Event, hub: Hub | None = None
+    ) -> None:
         self.worker = worker
         self.stop = stop
         self.force = force
+        #: Whether the hub is this run's alone (it closes with the run).
+        self.own_hub = hub is None or not hub.accepts(worker, stop, force)
+        self.hub = Hub.for_worker(worker, stop, force) if self.own_hub else hub
         # Two batches' outcomes may wait for the writer: one being written while the
         # slots run the next claim's jobs.
-        self.state = RunState(
+        self.state = self.hub.new_state(
             worker.stats, worker.batch_concurrency, unwritten_limit=2 * worker.batch_size
         )
         self.allowance = Allowance(worker.throttle, worker.limiters)
-        self.loop = EventLoop()
+        self.loop = self.hub.loop
         options = DequeueOptions(lease_duration=worker.lease_duration)
         options = options.with_priority_weights(worker.priority_weights)
         self.claimer = Claimer(worker, self.state, self.allowance, options, stop)
-        self.writer = Writer(worker.queue, self.state, self.allowance, force)
+        self.writer = self.hub.writer
         # A caller's queue object may lack the checked write; its held jobs then get start
         # markers.
         self.checks = hasattr(worker.queue, "write_runs")
         self.runaway: RunawayHandler | None = None
         #: The threads a health probe watches, by role (set when the run starts).
         self.vital: dict[str, threading.Thread] = {}
+        self.hub.join(self.state, self.allowance, self._stop_handler)
 
     def run(self) -> None:
-        worker, state = self.worker, self.state
-        name = worker.queue_name
-        heartbeat = Heartbeat(
-            worker.queue,
-            worker.lease_duration,
-            state.in_flight,
-            state.running_jobs,
-            self._stop_handler,
-            worker.cancel_check_interval,
-        )
-        threads = [
-            threading.Thread(target=self._watch, name=f"{name}-watch"),
-            threading.Thread(
-                target=heartbeat.run, args=(state.finished,), name=f"{name}-heartbeat"
-            ),
-            threading.Thread(target=self.writer.run, name=f"{name}-writer"),
-        ]
-        self.vital = {
-            "claimer": threading.current_thread(),
-            "heartbeat": threads[1],
-            "writer": threads[2],
-        }
-        threads += [
+        worker, state, hub = self.worker, self.state, self.hub
+        hub.start()
+        slots = [
             threading.Thread(
                 target=Slot(
                     worker, state, self.allowance, self.loop, self._runaway, self.checks
                 ).run,
-                name=f"{name}-slot-{i}",
+                name=f"{worker.queue_name}-slot-{i}",
             )
             for i in range(worker.batch_concurrency)
         ]
-        for thread in threads:
+        self.vital = {
+            "claimer": threading.current_thread(),
+            "heartbeat": hub.threads["heartbeat"],
+            "writer": hub.threads["writer"],
+        }
+        for thread in slots:
             # Daemons: a job still running when the grace period ends must not keep the
             # process alive; its lease expires and the reaper takes it back.
             thread.daemon = True
@@ -88,17 +77,11 @@ class WorkerRun:
                 shut_down(worker, state, self.allowance, self.force)
             finally:
                 state.finished.set()
-                self.loop.close()
+                if self.own_hub:
+                    hub.close()
                 close_connection(getattr(worker.queue, "using", "default"))
         if self.runaway is not None:
             raise self.runaway
-
-    def _watch(self) -> None:
-        """Turn the caller's stop (or force) into a wake-up of every waiter."""
-        while not (self.stop.wait(0.05) or self.force.is_set()):
-            if self.state.finished.is_set():
-                return
-        self.state.set_stopping()
 
     def _stop_handler(self, job) -> None:
         """`job`'s run was taken from this worker (cancelled, retried, released, reaped)

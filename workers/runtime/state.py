@@ -23,16 +23,26 @@ MAX_GIVEN_BACK = 3
 
 
 class RunState:
-    def __init__(self, stats, concurrency: int, unwritten_limit: int = 0) -> None:
+    def __init__(
+        self,
+        stats,
+        concurrency: int,
+        unwritten_limit: int = 0,
+        lock: threading.Lock | None = None,
+        requests: threading.Condition | None = None,
+    ) -> None:
+        """`lock` and `requests` (its condition) are the hub's, shared by the runs of a
+        process so that one writer waits for them all (hub.py)."""
         self.stats = stats
         self.concurrency = concurrency
         #: How many outcomes may wait for the writer while their slots go on (slots.py): a
         #: writer that falls behind makes the slots wait, not the outbox grow.
         self.unwritten_limit = unwritten_limit
-        self.lock = threading.Lock()
+        self.lock = threading.Lock() if lock is None else lock
         self.work = threading.Condition(self.lock)  # slots: a held job to take
         self.room = threading.Condition(self.lock)  # claimer, shutdown: capacity, running
-        self.requests = threading.Condition(self.lock)  # writer: the outbox
+        # The writer: the outbox.
+        self.requests = threading.Condition(self.lock) if requests is None else requests
         self.held: deque[HeldJob] = deque()
         # By run (the claimed `Job` object), not by job id: a job retried at once can be
         # claimed again, and taken by a slot, between its last run's commit and the
@@ -49,7 +59,7 @@ class RunState:
         self.stopping = False
         self.stopped = threading.Event()  # set with `stopping`, for waits without the lock
         self.wake = threading.Event()  # ends the claimer's sleep: set on stop and by pickup
-        self.finished = threading.Event()  # the run is over: the writer and heartbeat end
+        self.finished = threading.Event()  # the run is over
         self.run_time: float | None = None  # moving average of the handlers' run times
         self.given_back: dict = {}  # how often each job's run was given back (lock held)
 
@@ -88,12 +98,15 @@ class RunState:
             # within a write: counting them would make the claims that come while they wait
             # too small to refill the batch.
             return batch_size - len(self.running) - self.shared + self.finishing
-        # Short jobs: a share for each idle slot, so that no claimed job waits for a busy
-        # slot and none needs a check before it starts (`take`). Claimed once half the
-        # slots are idle (or nothing else runs): one claim for them, not one a slot.
-        if patient and self.idle * 2 < self.concurrency and len(self.running) > self.finishing:
+        # Short jobs: a share for each slot with none left (idle, or on its share's last
+        # job, which is short), so that no claimed job waits longer than that and none
+        # needs a check before it starts (`take`). Claimed once half the slots are idle (or
+        # nothing else runs): one claim for them, not one a slot.
+        busy = len(self.running) > self.finishing or self.shared  # a share left is work
+        if patient and self.idle * 2 < self.concurrency and busy:
             return 0
-        return min(batch_size, self.idle * per_slot)
+        sharing = sum(1 for share in self.shares.values() if share.jobs)
+        return min(batch_size, (self.concurrency - sharing) * per_slot)
 
     def per_slot(self, batch_size: int) -> int:
         """The jobs an idle slot takes from one claim: while jobs are short enough that a

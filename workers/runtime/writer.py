@@ -1,6 +1,6 @@
-"""The writer of a worker run: it records what the slots hand in (the outcomes of the jobs
-they ran and the starts of the held jobs they take next) with one transaction for all the
-requests waiting (`finish_and_start_runs`): group commit."""
+"""The writer of a process's worker runs: it records what their slots hand in (the outcomes of
+the jobs they ran and the starts of the held jobs they take next), every queue's at once,
+with one call for all the requests waiting (`write_runs`): group commit."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ import threading
 import time
 from collections import Counter
 from functools import partial
+from typing import TYPE_CHECKING
 
 from django.db import connection
 
 from queues.api import JobStatus
 from workers import metrics
-from workers.runtime.allowance import Allowance
 from workers.runtime.faults import GaveUp, retrying
 from workers.runtime.handoffs import Request
-from workers.runtime.state import RunState
+
+if TYPE_CHECKING:
+    from workers.runtime.hub import Lane
 
 logger = logging.getLogger("workers")
 
@@ -29,52 +31,66 @@ LINGER = 0.001
 
 
 class Writer:
-    def __init__(self, queue, state: RunState, allowance: Allowance, force) -> None:
-        self.queue = queue
-        self.using = getattr(queue, "using", "default")
-        self.state = state
-        self.allowance = allowance
-        self.force: threading.Event = force  # only a forced stop gives up on a write
+    """Writes the requests of every lane of its hub (hub.py): one write for all of them."""
+
+    def __init__(self, hub) -> None:
+        self.hub = hub
+        self.queue = hub.queue
+        self.using = getattr(hub.queue, "using", "default")
+        self.force: threading.Event = hub.force  # only a forced stop gives up on a write
 
     def run(self) -> None:
         """Write waiting requests, all of them in one transaction: while one write is in
         flight the next requests gather, so a busy worker writes many per transaction and
         an idle one writes each at once."""
-        state = self.state
+        hub = self.hub
         try:
             while True:
-                with state.lock:
-                    while not state.outbox and not state.finished.is_set():
-                        state.requests.wait(0.1)
-                    if not state.outbox:
+                with hub.lock:
+                    while not self.waiting() and not hub.closed:
+                        hub.requests.wait()
+                    if not self.waiting():
                         return
                     self.linger()
-                    batch, state.outbox, state.blocked = state.outbox, [], 0
+                    batch = []
+                    for lane in hub.lanes:
+                        state = lane.state
+                        if state.outbox:
+                            batch += [(lane, request) for request in state.outbox]
+                            state.outbox, state.blocked = [], 0
                 self.write(batch)
         finally:
             connection.close()
+
+    def waiting(self) -> bool:
+        return any(lane.state.outbox for lane in self.hub.lanes)
 
     def linger(self) -> None:
         """Wait (lock held), while jobs are short, until every busy slot waits for this
         write (the slots that go on without waiting hand in more meanwhile): one write for a
         claim's jobs, not one for every few."""
-        state = self.state
-        if state.run_time is None or state.run_time >= LINGER:
+        short = [
+            lane.state
+            for lane in self.hub.lanes
+            if lane.state.run_time is not None and lane.state.run_time < LINGER
+        ]
+        if not short:
             return
         deadline = time.monotonic() + LINGER
-        busy = state.concurrency - state.idle
-        while not state.stopping and state.blocked < busy:
+        while any(
+            not state.stopping and state.blocked < state.concurrency - state.idle for state in short
+        ):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            state.requests.wait(left)
-            busy = state.concurrency - state.idle
+            self.hub.requests.wait(left)
 
-    def write(self, requests: list[Request]) -> None:
+    def write(self, batch: list[tuple]) -> None:
+        requests = [request for _, request in batch]
         finished = [r.finished for r in requests if r.finished is not None]
+        owners = [lane for lane, r in batch if r.finished is not None]
         starting = [r.start for r in requests if r.start is not None]
         checking = [r.check for r in requests if r.check is not None]
-        given_back = [r.given_back for r in requests if r.given_back is not None]
         what = f"finishing {len(finished)} and starting {len(starting) + len(checking)} jobs"
         startable: set = set()
         try:
@@ -107,13 +123,20 @@ class Writer:
             recorded, answers, written = [None] * len(finished), [None] * len(starting), False
         else:
             written = True
-        if written:
-            self.tally(finished, recorded)
-        if finished:
-            self.allowance.release(len(finished))
-            self.state.done([job for job, _ in finished], written=True)
-        if given_back:
-            self.give_back(given_back)
+        by_lane: dict[Lane, list] = {}
+        for lane, pair, result in zip(owners, finished, recorded, strict=True):
+            by_lane.setdefault(lane, []).append((pair, result))
+        for lane, done in by_lane.items():
+            if written:
+                tally(lane, done)
+            lane.allowance.release(len(done))
+            lane.state.done([job for (job, _), _ in done], written=True)
+        given_back: dict[Lane, list] = {}
+        for lane, request in batch:
+            if request.given_back is not None:
+                given_back.setdefault(lane, []).append(request.given_back)
+        for lane, jobs in given_back.items():
+            self.give_back(lane, jobs)
         answer = iter(answers)
         for request in requests:
             if request.start is not None:
@@ -122,25 +145,7 @@ class Writer:
                 request.startable = startable
             request.written.set()
 
-    def tally(self, finished, recorded) -> None:
-        """The stats and metrics of a write's outcomes: one locked update and one metric
-        increment per kind of outcome, not per job."""
-        kinds: Counter = Counter()
-        completed = failed = 0
-        for (job, outcome), result in zip(finished, recorded, strict=True):
-            if result is None:
-                logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
-                continue
-            kinds[job.queue_name, outcome.kind, result.status] += 1
-            if result.status == JobStatus.COMPLETED or outcome.kind == "completed":
-                completed += 1
-            else:
-                failed += 1
-        for (queue, kind, status), count in kinds.items():
-            metrics.recorded(queue, kind, status, count)
-        self.state.stats.add(processed=len(finished), completed=completed, failed=failed)
-
-    def give_back(self, jobs: list) -> None:
+    def give_back(self, lane: Lane, jobs: list) -> None:
         """Hand back runs that the database's outage cut short, attempt not counted: they
         are Pending again at once (this waits for the database to be back)."""
         for job in jobs:
@@ -158,9 +163,28 @@ class Writer:
                 released = False
             if released:
                 logger.info("job %s given back after the database went away", job.id)
-        self.state.stats.add(not_run=len(jobs))
-        self.allowance.not_run(len(jobs))
-        self.state.done(jobs, written=True)
+        lane.state.stats.add(not_run=len(jobs))
+        lane.allowance.not_run(len(jobs))
+        lane.state.done(jobs, written=True)
+
+
+def tally(lane: Lane, done: list) -> None:
+    """The stats and metrics of a lane's outcomes in a write: one locked update and one
+    metric increment per kind of outcome, not per job."""
+    kinds: Counter = Counter()
+    completed = failed = 0
+    for (job, outcome), result in done:
+        if result is None:
+            logger.info("job %s finished after its run was taken back; outcome dropped", job.id)
+            continue
+        kinds[job.queue_name, outcome.kind, result.status] += 1
+        if result.status == JobStatus.COMPLETED or outcome.kind == "completed":
+            completed += 1
+        else:
+            failed += 1
+    for (queue, kind, status), count in kinds.items():
+        metrics.recorded(queue, kind, status, count)
+    lane.state.stats.add(processed=len(done), completed=completed, failed=failed)
 
 
 def _release(requests: list[Request], startable: set) -> None:

@@ -1,7 +1,7 @@
 """`benchqueue`'s figures of what users run: `manage.py runworker` in a child process,
 start-up included, on the handler shapes of `shapes` (None, a dict, a dict on jobs with a
-timeout, a django.tasks `@task`, an ORM write, and None on the jobs of one `enqueue_batch`),
-with one and two worker processes."""
+timeout, a django.tasks `@task`, an ORM write, None on the jobs of one `enqueue_batch`, and
+the dict on jobs spread over four queues), with one and two worker processes."""
 
 from __future__ import annotations
 
@@ -51,7 +51,9 @@ def runworker_rate(queue: JobQueue, count: int, label: str, name: str, processes
         seconds, sent = _run(queue.using, name, processes)
         worker_cpu = cpu.children_cpu() - worker_before
         server_after = server_cpu(queue.using)
-        completed = queue.get_job_counts_by_status(name)["Completed"]
+        completed = sum(
+            queue.get_job_counts_by_status(each)["Completed"] for each in shapes.queues_of(name)
+        )
         if completed != count:
             raise RuntimeError(f"runworker completed {completed} of {count} jobs of {name}")
     finally:
@@ -110,6 +112,9 @@ def _enqueue(queue: JobQueue, name: str, count: int) -> None:
 
 
 def _jobs(name: str, count: int):
+    if name == shapes.FOUR:
+        queues = shapes.queues_of(name)
+        return (Job(queue_name=queues[i % len(queues)], payload={"i": i}) for i in range(count))
     if name == shapes.TASK:
         return (Job(queue_name=name, payload=task_payload(shapes.add, [i, 1], {}))
                 for i in range(count))  # fmt: skip
@@ -123,7 +128,8 @@ def _run(using: str, name: str, processes: int) -> tuple[float, int | None]:
     """Seconds from starting `runworker` to its exit (it exits once the queue is empty), and
     the statements its processes sent, start-up included (`statements`)."""
     command = [
-        sys.executable, str(settings.BASE_DIR / "manage.py"), "runworker", name, *OPTIONS,
+        sys.executable, str(settings.BASE_DIR / "manage.py"), "runworker",
+        *shapes.queues_of(name), *OPTIONS,
         "--processes", str(processes), "--database", using,
         "--include", shapes.__name__,
     ]  # fmt: skip
@@ -149,6 +155,7 @@ def _run(using: str, name: str, processes: int) -> tuple[float, int | None]:
 def _clear(queue: JobQueue, name: str) -> None:
     """The queue's jobs and the ORM handler's rows gone: every figure starts clean."""
     with connections[queue.using].cursor() as cursor:
-        cursor.execute("DELETE FROM queues_job WHERE queue_name = %s", [name])
+        for each in shapes.queues_of(name):
+            cursor.execute("DELETE FROM queues_job WHERE queue_name = %s", [each])
     Batch.objects.using(queue.using).filter(name=name).delete()
     BenchNote.objects.using(queue.using).all().delete()

@@ -16,6 +16,8 @@ BATCH = "bench_rw_batch"
 #: Jobs with a timeout (`TIMEOUT`), with the dict handler: each runs outside its slot.
 TIMED = "bench_rw_timed"
 TIMEOUT = timedelta(minutes=5)
+#: The dict handler's jobs spread over four queues that one `runworker` serves.
+FOUR = "bench_rw_four"
 #: Every shape, in the order of the report: (label, queue).
 SHAPES = [
     ("returns None", NONE),
@@ -24,7 +26,13 @@ SHAPES = [
     ("@task returning a + b", TASK),
     ("writes one row with the ORM", ORM),
     ("returns None, one enqueue_batch", BATCH),
+    ('returns {"ok": True, "n": i}, jobs on 4 queues', FOUR),
 ]
+
+
+def queues_of(shape: str) -> list[str]:
+    """The queues of a shape's jobs, all served by its `runworker`."""
+    return [f"{FOUR}_{i}" for i in range(4)] if shape == FOUR else [shape]
 
 
 @job_handler(NONE)
@@ -37,6 +45,10 @@ def returns_none(job):
 @job_handler(TIMED)
 def returns_dict(job):
     return {"ok": True, "n": job.payload["i"]}
+
+
+for _queue in queues_of(FOUR):
+    job_handler(_queue)(returns_dict)
 
 
 @task(queue_name=TASK)

@@ -18,8 +18,7 @@ from tests.conftest import unique_queue
 from tests.workers.support.helpers import enqueue_jobs, wait_until
 from workers.runtime import handoffs
 from workers.runtime.allowance import Allowance
-from workers.runtime.state import RunState
-from workers.runtime.writer import Writer
+from workers.runtime.hub import Hub
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,11 +57,12 @@ class Run:
     """A worker run's state and its writer thread (no slots: the test is the slots)."""
 
     def __init__(self, queue, jobs) -> None:
-        self.state = RunState(_Stats(), concurrency=4, unwritten_limit=10)
-        self.state.hold(jobs)
         self.force = threading.Event()
-        self.writer = Writer(queue, self.state, Allowance(None, []), self.force)
-        self.thread = threading.Thread(target=self.writer.run, daemon=True)
+        self.hub = Hub(queue, timedelta(minutes=5), None, threading.Event(), self.force)
+        self.state = self.hub.new_state(_Stats(), concurrency=4, unwritten_limit=10)
+        self.state.hold(jobs)
+        self.hub.join(self.state, Allowance(None, []))
+        self.thread = threading.Thread(target=self.hub.writer.run, daemon=True)
         self.thread.start()
 
     def hand_in(self, job, answers: dict) -> threading.Thread:
@@ -81,7 +81,7 @@ class Run:
 
     def end(self) -> None:
         self.state.set_stopping()
-        self.state.finished.set()
+        self.hub.close()
         self.thread.join(10)
 
 

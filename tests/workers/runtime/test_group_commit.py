@@ -36,35 +36,37 @@ def make_run(concurrency: int = 4):
 
 def test_long_jobs_are_written_at_once():
     run, writer = make_run()
-    run.requests = Recording(run)
+    writer.hub.requests = Recording(run)
     run.run_time = LINGER * 5
     writer.linger()
-    assert run.requests.waits == []
+    assert writer.hub.requests.waits == []
 
 
 def test_no_wait_before_a_run_time_is_known():
     run, writer = make_run()
-    run.requests = Recording(run)
+    writer.hub.requests = Recording(run)
     writer.linger()
-    assert run.requests.waits == []
+    assert writer.hub.requests.waits == []
 
 
 def test_short_jobs_wait_for_the_busy_slots_then_write_together():
     run, writer = make_run(concurrency=4)
     run.idle = 1  # three busy slots: one handed in, two to come
-    run.requests = Recording(run, arrive=2)
+    writer.hub.requests = Recording(run, arrive=2)
     run.run_time = LINGER / 10
     writer.linger()
-    assert len(run.requests.waits) == 2 and all(0 < t <= LINGER for t in run.requests.waits)
+    assert len(writer.hub.requests.waits) == 2 and all(
+        0 < t <= LINGER for t in writer.hub.requests.waits
+    )
     assert len(run.outbox) == 3
 
 
 def test_short_jobs_wait_no_longer_than_the_linger():
     run, writer = make_run(concurrency=4)
-    run.requests = Recording(run)  # nobody else hands in
+    writer.hub.requests = Recording(run)  # nobody else hands in
     run.run_time = LINGER / 10
     writer.linger()
-    assert run.requests.waits, "it did not wait for the busy slots"
+    assert writer.hub.requests.waits, "it did not wait for the busy slots"
     assert len(run.outbox) == 1
 
 
@@ -106,7 +108,7 @@ def test_hand_ins_that_do_not_wait_do_not_end_the_linger():
     run.blocked = 0  # the first request's slot went on
     run.run_time = LINGER / 10
     run.outbox += [Request(None, None), Request(None, None)]
-    run.requests = Recording(run, arrive=1)  # then one slot waits for the write
+    writer.hub.requests = Recording(run, arrive=1)  # then one slot waits for the write
     writer.linger()
     assert len(run.outbox) == 4, "it waited for the waiting slot's request"
     assert run.blocked == 1

@@ -64,7 +64,7 @@ def held(monkeypatch):
 
     yield make
     for run, writer in runs:
-        run.state.finished.set()
+        run.hub.close()
         writer.join(10)
 
 

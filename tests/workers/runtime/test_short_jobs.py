@@ -19,6 +19,8 @@ from tests.conftest import unique_queue
 from tests.workers.support.helpers import enqueue_jobs, running, wait_for_status
 from workers.api import ThrottleConfig, Worker
 from workers.runtime import RunState, WorkerRun, handoffs
+from workers.runtime.claimer import Claimer
+from workers.runtime.handoffs import Share
 from workers.runtime.shutdown import release_unstarted
 from workers.runtime.slots import Slot
 
@@ -82,7 +84,7 @@ def test_a_share_job_taken_after_the_start_window_starts_on_its_start_marker(mon
         assert stored.started_at > claimed_start, "its start marker, after the claim"
         assert stored.started_at == later.started_at
     finally:
-        run.state.finished.set()
+        run.hub.close()
         writer.join(10)
 
 
@@ -124,20 +126,53 @@ def state(concurrency: int, run_time: float | None) -> RunState:
     return state
 
 
-def test_short_jobs_are_claimed_for_the_idle_slots_once_half_of_them_are_idle():
+def share_of(count: int) -> Share:
+    share = Share()
+    share.jobs.extend(Job(queue_name="") for _ in range(count))
+    return share
+
+
+def test_short_jobs_are_claimed_for_the_slots_with_no_share_left_once_half_are_idle():
     short = state(4, SHORT)
     assert short.per_slot(8) == 2, "a batch of eight among four slots"
     short.running = {i: object() for i in range(3)}
     short.idle = 1
     assert short.capacity(8) == 0, "one slot of four idle: the claim waits"
-    assert short.capacity(8, patient=False) == 2, "past the wait: one share"
-    short.running = {i: object() for i in range(2)}
-    short.idle = 2
-    assert short.capacity(8) == 4, "half the slots idle: a share each"
+    assert short.capacity(12, patient=False) == 12, (
+        "past the wait: a share for every slot, the busy ones being on their last short job"
+    )
+    short.shares = {1: share_of(2), 2: share_of(1), 3: share_of(0)}
+    short.shared = 3
+    assert short.capacity(12, patient=False) == 6, "none for the two slots with a share left"
+    short.running, short.idle = {i: object() for i in range(2)}, 2
+    short.shares, short.shared = {}, 0
+    assert short.capacity(12) == 12, "half the slots idle: a share for each slot"
     short.running, short.idle = {}, 4
     assert short.capacity(8) == 8
     short.held.append(object())
     assert short.capacity(8) == 0, "no claim while a claim's jobs wait to be taken"
+
+
+def test_a_slot_with_a_share_left_keeps_the_claim_of_short_jobs_waiting():
+    """Busy slots with shares left run short jobs and will be idle soon: an idle slot does
+    not claim for itself alone meanwhile, as it would for slots in long runs."""
+    short = state(4, SHORT)
+    short.running = {i: object() for i in range(3)}
+    short.idle = 1
+    short.shares, short.shared = {1: share_of(3)}, 3
+    assert short.capacity(8) == 0, "the share counts as work: the claim waits"
+    claimer = Claimer.__new__(Claimer)
+    claimer.state = short
+    waited = []
+
+    def wait(timeout=None):
+        waited.append(timeout)
+        short.stopping = True  # the next look ends the wait
+        return False
+
+    short.room.wait = wait
+    assert claimer._wait_for_room(8, limited=False) == 0
+    assert waited == [None], "no patience timer: it waits to be woken, not for the idle slot"
 
 
 def test_jobs_that_are_not_short_are_claimed_a_batch_ahead():
