@@ -220,7 +220,7 @@ class Worker:
         On stop, unstarted jobs are released at once and running ones get the grace period;
         setting `force` as well ends the wait for them. Works in any thread; installs no
         signal handlers. `hub`: the writer, heartbeat and watcher of a process's runs, to
-        share with them (`workers.runtime.hub.Hub`); by default the run has its own.
+        share with them (`workers.runtime.hub.ProcessHub`); by default the run has its own.
         """
         from workers.runtime import WorkerRun
 

@@ -27,7 +27,7 @@ from workers.process.maintenance import MaintenanceLoop
 from workers.registry import dispatch
 from workers.runtime.executor import RunawayHandler
 from workers.runtime.faults import GaveUp, retrying
-from workers.runtime.hub import Hub
+from workers.runtime.hub import ProcessHub
 from workers.worker import Worker
 
 logger = logging.getLogger("workers")
@@ -98,7 +98,7 @@ class WorkerProcessRuntime:
         began = time.monotonic()
         self.row = self._register(stop)
         # One writer, heartbeat and watcher for every queue's run (hub.py).
-        hub = Hub.for_worker(self.workers[0], stop, force) if self.workers else None
+        hub = ProcessHub.for_worker(self.workers[0], stop, force) if self.workers else None
         threads = [
             threading.Thread(
                 target=self._run_worker,

@@ -140,23 +140,23 @@ class Claimer:
         """Wait (lock held) until there is room for a claim, or the run stops: its size.
         While jobs are short, a claim waits for half the slots to be idle, but an idle slot
         waits no longer than `IDLE_SLOT_WAIT` for it (the other slots may be running long
-        jobs)."""
+        jobs), or, while a slot has a share left from a claim within the start window, until
+        that window closes (the share's jobs are short: its slot will be idle by then)."""
         state = self.state
         patient, patient_until = True, None
         while not state.stopping:
             room = self._room(batch_size, limited, patient)
             if room > 0:
                 return room
-            if patient and state.idle and not state.held and not state.shared:
-                # (While a slot has a share left, the busy slots run short jobs: they will
-                # be idle soon, and are waited for.)
+            if patient and state.idle and not state.held:
                 now = time.monotonic()
                 if patient_until is None:
                     patient_until = now + IDLE_SLOT_WAIT
-                if now >= patient_until:
+                until = max(patient_until, state.shares_fresh_until())
+                if now >= until:
                     patient = False
                     continue
-                state.room.wait(patient_until - now)
+                state.room.wait(until - now)
             else:
                 state.room.wait()
         return 0

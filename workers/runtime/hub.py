@@ -21,18 +21,21 @@ WATCH_INTERVAL = 0.05
 
 
 class Lane:
-    """One worker run as the hub sees it: its state, its allowance (the writer gives back
-    what its outcomes free) and who hears that one of its runs was taken away."""
+    """One worker run as the hub sees it: its queue's name, its state, its allowance (the
+    writer gives back what its outcomes free) and who hears that one of its runs was taken
+    away."""
 
-    __slots__ = ("state", "allowance", "on_lost")
+    __slots__ = ("name", "state", "allowance", "on_lost", "left")
 
-    def __init__(self, state: RunState, allowance: Allowance, on_lost: Callable) -> None:
+    def __init__(self, name: str, state: RunState, allowance: Allowance, on_lost: Callable):
+        self.name = name
         self.state = state
         self.allowance = allowance
         self.on_lost = on_lost
+        self.left = False  # its run is over: only its outbox's requests are left to write
 
 
-class Hub:
+class ProcessHub:
     """The lanes of one process's worker runs and the threads that serve them all. The
     lanes' states share the hub's lock, so that the writer waits on one condition for the
     requests of every lane."""
@@ -61,7 +64,7 @@ class Hub:
         self.threads: dict[str, threading.Thread] = {}
 
     @classmethod
-    def for_worker(cls, worker, stop: threading.Event, force: threading.Event) -> Hub:
+    def for_worker(cls, worker, stop: threading.Event, force: threading.Event) -> ProcessHub:
         return cls(worker.queue, worker.lease_duration, worker.cancel_check_interval, stop, force)
 
     def accepts(self, worker, stop: threading.Event, force: threading.Event) -> bool:
@@ -79,14 +82,32 @@ class Hub:
     def new_state(self, stats, concurrency: int, unwritten_limit: int) -> RunState:
         return RunState(stats, concurrency, unwritten_limit, self.lock, self.requests)
 
-    def join(self, state: RunState, allowance: Allowance, on_lost: Callable = lambda job: None):
-        lane = Lane(state, allowance, on_lost)
+    def join(
+        self,
+        state: RunState,
+        allowance: Allowance,
+        on_lost: Callable = lambda job: None,
+        name: str = "",
+    ) -> Lane:
+        lane = Lane(name, state, allowance, on_lost)
         with self.lock:
             self.lanes.append(lane)
             stopping = self.stopping
         if stopping:  # joined after the stop: the watcher will not see this lane
             state.set_stopping()
         return lane
+
+    def leave(self, lane: Lane) -> None:
+        """`lane`'s run is over: the heartbeat no longer extends the leases of what it left
+        running (a handler past the grace period), so that the reaper takes them back; the
+        writer still writes what its outbox holds, then forgets it."""
+        with self.lock:
+            lane.left = True
+            self.prune()
+
+    def prune(self) -> None:
+        """Forget the lanes that left with nothing more to write (lock held)."""
+        self.lanes = [lane for lane in self.lanes if not lane.left or lane.state.outbox]
 
     def start(self) -> None:
         """Start the threads, once (a later call does nothing)."""
@@ -126,7 +147,7 @@ class Hub:
     # For the heartbeat: every lane's jobs -------------------------------------------------
     def _lanes(self) -> list[Lane]:
         with self.lock:
-            return list(self.lanes)
+            return [lane for lane in self.lanes if not lane.left]
 
     def in_flight(self) -> list:
         return [job for lane in self._lanes() for job in lane.state.in_flight()]

@@ -12,7 +12,7 @@ from workers.runtime.allowance import Allowance
 from workers.runtime.claimer import Claimer
 from workers.runtime.executor import RunawayHandler
 from workers.runtime.faults import close_connection
-from workers.runtime.hub import Hub
+from workers.runtime.hub import ProcessHub
 from workers.runtime.shutdown import shut_down
 from workers.runtime.slots import Slot
 
@@ -21,14 +21,18 @@ logger = logging.getLogger("workers")
 
 class WorkerRun:
     def __init__(
-        self, worker, stop: threading.Event, force: threading.Event, hub: Hub | None = None
+        self, worker, stop: threading.Event, force: threading.Event, hub: ProcessHub | None = None
     ) -> None:
         self.worker = worker
         self.stop = stop
         self.force = force
         #: Whether the hub is this run's alone (it closes with the run).
         self.own_hub = hub is None or not hub.accepts(worker, stop, force)
-        self.hub = Hub.for_worker(worker, stop, force) if self.own_hub else hub
+        if hub is not None and self.own_hub:
+            logger.debug(
+                "queue %s: a hub of its own (its settings are not the hub's)", worker.queue_name
+            )
+        self.hub = ProcessHub.for_worker(worker, stop, force) if self.own_hub else hub
         # Two batches' outcomes may wait for the writer: one being written while the
         # slots run the next claim's jobs.
         self.state = self.hub.new_state(
@@ -46,7 +50,7 @@ class WorkerRun:
         self.runaway: RunawayHandler | None = None
         #: The threads a health probe watches, by role (set when the run starts).
         self.vital: dict[str, threading.Thread] = {}
-        self.hub.join(self.state, self.allowance, self._stop_handler)
+        self.lane = self.hub.join(self.state, self.allowance, self._stop_handler, worker.queue_name)
 
     def run(self) -> None:
         worker, state, hub = self.worker, self.state, self.hub
@@ -77,6 +81,7 @@ class WorkerRun:
                 shut_down(worker, state, self.allowance, self.force)
             finally:
                 state.finished.set()
+                hub.leave(self.lane)
                 if self.own_hub:
                     hub.close()
                 close_connection(getattr(worker.queue, "using", "default"))

@@ -98,15 +98,24 @@ class RunState:
             # within a write: counting them would make the claims that come while they wait
             # too small to refill the batch.
             return batch_size - len(self.running) - self.shared + self.finishing
-        # Short jobs: a share for each slot with none left (idle, or on its share's last
-        # job, which is short), so that no claimed job waits longer than that and none
-        # needs a check before it starts (`take`). Claimed once half the slots are idle (or
-        # nothing else runs): one claim for them, not one a slot.
+        # Short jobs: claimed once half the slots are idle (or nothing else runs), one
+        # claim for them, not one a slot: a share for each slot with none left (idle, or
+        # on its share's last job, which is short), so that no claimed job waits longer
+        # than that and none needs a check before it starts (`take`). Past the claimer's
+        # patience, the other slots may be in long runs: a share for each idle slot only.
         busy = len(self.running) > self.finishing or self.shared  # a share left is work
-        if patient and self.idle * 2 < self.concurrency and busy:
+        if not patient:
+            return min(batch_size, self.idle * per_slot)
+        if self.idle * 2 < self.concurrency and busy:
             return 0
         sharing = sum(1 for share in self.shares.values() if share.jobs)
         return min(batch_size, (self.concurrency - sharing) * per_slot)
+
+    def shares_fresh_until(self) -> float:
+        """When (monotonic) the last share left leaves its claim's start window (0.0: no
+        share left). Until then its slot runs short jobs, all of them within the window."""
+        claims = [share.claimed_at for share in self.shares.values() if share.jobs]
+        return max(claims) + handoffs.FRESH_START if claims else 0.0
 
     def per_slot(self, batch_size: int) -> int:
         """The jobs an idle slot takes from one claim: while jobs are short enough that a

@@ -58,6 +58,7 @@ class Writer:
                         if state.outbox:
                             batch += [(lane, request) for request in state.outbox]
                             state.outbox, state.blocked = [], 0
+                    hub.prune()
                 self.write(batch)
         finally:
             connection.close()
@@ -66,26 +67,24 @@ class Writer:
         return any(lane.state.outbox for lane in self.hub.lanes)
 
     def linger(self) -> None:
-        """Wait (lock held), while jobs are short, until every busy slot waits for this
-        write (the slots that go on without waiting hand in more meanwhile): one write for a
-        claim's jobs, not one for every few."""
-        short = [
-            lane.state
-            for lane in self.hub.lanes
-            if lane.state.run_time is not None and lane.state.run_time < LINGER
-        ]
-        if not short:
+        """Wait (lock held), while jobs are short, until the busy slots wait for this write
+        (the slots that go on without waiting hand in more meanwhile): one write for a
+        claim's jobs, not one for every few. A queue whose requests are in, and whose
+        slots can only wait for them, is written at once: its slots do not wait for another
+        queue's."""
+        states = [lane.state for lane in self.hub.lanes]
+        if not any(_short(state) for state in states):
             return
         deadline = time.monotonic() + LINGER
-        while any(
-            not state.stopping and state.blocked < state.concurrency - state.idle for state in short
-        ):
+        while not any(state.outbox and _written_now(state) for state in states):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
             self.hub.requests.wait(left)
 
-    def write(self, batch: list[tuple]) -> None:
+    def write(self, batch: list[tuple], answered: dict | None = None) -> None:
+        """Write `batch` ((lane, request) pairs) in one call; `answered`: the completions an
+        earlier call of the same requests committed (`write_runs`), by their index."""
         requests = [request for _, request in batch]
         finished = [r.finished for r in requests if r.finished is not None]
         owners = [lane for lane, r in batch if r.finished is not None]
@@ -93,9 +92,9 @@ class Writer:
         checking = [r.check for r in requests if r.check is not None]
         what = f"finishing {len(finished)} and starting {len(starting) + len(checking)} jobs"
         startable: set = set()
+        answered = {} if answered is None else answered  # kept across retries (`write_runs`)
         try:
             if hasattr(self.queue, "write_runs"):  # a caller's queue may lack it
-                answered: dict = {}  # kept across retries (`write_runs`)
                 early = [r for r in requests if r.early]
                 recorded, answers, startable = retrying(
                     lambda: self.queue.write_runs(
@@ -113,6 +112,13 @@ class Writer:
                     give_up=self.force,
                 )
         except Exception as exc:
+            lanes = list(dict.fromkeys(lane for lane, _ in batch))
+            if not isinstance(exc, GaveUp) and len(lanes) > 1:
+                # A bug that one queue's requests meet must not drop every queue's: each
+                # queue's are written again on their own.
+                logger.exception("writing %s failed; writing each queue's alone", what)
+                self._write_apart(batch, lanes, answered)
+                return
             # GaveUp (the database stayed away until a forced stop) or a bug: either way the
             # slots waiting on this write must go on. The jobs stay Running; their leases
             # expire and the reaper takes them back.
@@ -123,27 +129,50 @@ class Writer:
             recorded, answers, written = [None] * len(finished), [None] * len(starting), False
         else:
             written = True
+        try:
+            self._settle(batch, owners, finished, recorded, written)
+        finally:
+            answer = iter(answers)
+            for request in requests:
+                if request.start is not None:
+                    request.answer = next(answer)
+                if request.check is not None:
+                    request.startable = startable
+                request.written.set()
+
+    def _write_apart(self, batch: list[tuple], lanes: list, answered: dict) -> None:
+        """Write each lane's requests of `batch` alone, with the completions `answered`
+        already committed (indexed in the whole batch's outcomes)."""
+        index = iter(range(len(batch)))
+        at = [next(index) if request.finished is not None else None for _, request in batch]
+        for lane in lanes:
+            mine = [i for i, (owner, _) in enumerate(batch) if owner is lane]
+            finished_at = [at[i] for i in mine if at[i] is not None]
+            own = {j: answered[i] for j, i in enumerate(finished_at) if i in answered}
+            self.write([batch[i] for i in mine], own)
+
+    def _settle(self, batch, owners, finished, recorded, written: bool) -> None:
+        """Each lane's part of a write: its stats and metrics, its allowance, its running
+        jobs, its runs given back. One lane's failure here leaves the others' alone."""
         by_lane: dict[Lane, list] = {}
         for lane, pair, result in zip(owners, finished, recorded, strict=True):
             by_lane.setdefault(lane, []).append((pair, result))
-        for lane, done in by_lane.items():
-            if written:
-                tally(lane, done)
-            lane.allowance.release(len(done))
-            lane.state.done([job for (job, _), _ in done], written=True)
         given_back: dict[Lane, list] = {}
         for lane, request in batch:
             if request.given_back is not None:
                 given_back.setdefault(lane, []).append(request.given_back)
-        for lane, jobs in given_back.items():
-            self.give_back(lane, jobs)
-        answer = iter(answers)
-        for request in requests:
-            if request.start is not None:
-                request.answer = next(answer)
-            if request.check is not None:
-                request.startable = startable
-            request.written.set()
+        for lane in dict.fromkeys(lane for lane, _ in batch):
+            try:
+                done = by_lane.get(lane, [])
+                if done:
+                    if written:
+                        tally(lane, done)
+                    lane.allowance.release(len(done))
+                    lane.state.done([job for (job, _), _ in done], written=True)
+                if lane in given_back:
+                    self.give_back(lane, given_back[lane])
+            except Exception:
+                logger.exception("recording a write's outcomes for %s failed", lane.name)
 
     def give_back(self, lane: Lane, jobs: list) -> None:
         """Hand back runs that the database's outage cut short, attempt not counted: they
@@ -166,6 +195,16 @@ class Writer:
         lane.state.stats.add(not_run=len(jobs))
         lane.allowance.not_run(len(jobs))
         lane.state.done(jobs, written=True)
+
+
+def _short(state) -> bool:
+    return state.run_time is not None and state.run_time < LINGER
+
+
+def _written_now(state) -> bool:
+    """Whether a lane's requests go without a linger (lock held): its jobs are not short
+    (its slots would only wait), it stops, or every busy slot waits for the write."""
+    return not _short(state) or state.stopping or state.blocked >= state.concurrency - state.idle
 
 
 def tally(lane: Lane, done: list) -> None:

@@ -11,11 +11,13 @@ from datetime import timedelta
 
 import pytest
 
-from queues.api import Job, JobQueue, JobStatus
+from queues.api import Job, JobQueue, JobStatus, TestQueue
 from queues.models import WorkerProcess
 from tests.conftest import unique_queue
 from tests.workers.support.helpers import wait_for_status, wait_until
+from workers.api import Worker
 from workers.process.host import ProcessSettings, WorkerProcessRuntime
+from workers.runtime import Request, WorkerRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,6 +27,7 @@ class Process:
 
     def __init__(self, queues: list[str], handler, **settings) -> None:
         settings = {"batch_size": 1, "concurrency": 1, **settings}
+        self.queues = queues
         self.runtime = WorkerProcessRuntime(
             ProcessSettings(
                 queues=queues, poll_interval=timedelta(milliseconds=20), handler=handler, **settings
@@ -45,6 +48,21 @@ class Process:
     def hubs(self) -> set:
         runs = [worker.current_run for worker in self.runtime.workers]
         return {id(run.hub) for run in runs if run is not None}
+
+    def wait_for_hand_ins(self, count: int) -> None:
+        """Wait until every queue's run has started, on one hub, and `count` requests
+        wait for its writer."""
+        workers = self.runtime.workers
+        wait_until(lambda: len(self.hubs()) == 1 and len(workers) == len(self.queues)
+                   and all(w.current_run for w in workers), 30,
+                   "the runs did not start on one hub")  # fmt: skip
+        hub = workers[0].current_run.hub
+
+        def waiting() -> int:
+            with hub.lock:
+                return sum(len(lane.state.outbox) for lane in hub.lanes)
+
+        wait_until(lambda: waiting() == count, 30, f"{count} requests never waited")
 
 
 def test_one_write_records_the_outcomes_of_several_queues():
@@ -73,16 +91,7 @@ def test_one_write_records_the_outcomes_of_several_queues():
 
         process.runtime.queue.write_runs = gated  # the process's one queue object
         try:
-            wait_until(lambda: len(process.hubs()) == 1 and len(process.runtime.workers) == 3
-                       and all(w.current_run for w in process.runtime.workers), 30,
-                       "the runs did not start on one hub")  # fmt: skip
-            hub = process.runtime.workers[0].current_run.hub
-
-            def waiting() -> int:
-                with hub.lock:
-                    return sum(len(lane.state.outbox) for lane in hub.lanes)
-
-            wait_until(lambda: waiting() == 2, 30, "b's and c's outcomes never waited")
+            process.wait_for_hand_ins(2)  # b's and c's, while a's is written
             names = [thread.name for thread in threading.enumerate()]
             for role in ("writer", "heartbeat", "watch"):
                 assert names.count(role) == 1, f"one {role} for the three queues: {names}"
@@ -130,3 +139,66 @@ def test_one_heartbeat_extends_every_queue_s_leases_and_stops_only_the_lost_run(
         wait_for_status(queue, a, "Completed", 1, 30)
     assert ended[a] is False
     assert queue.get_job(job_b).status == JobStatus.FAILED
+
+
+def test_a_write_that_fails_on_one_queue_s_outcome_records_the_other_queues_alone(caplog):
+    """A bug met by one queue's outcome (here, any write that holds it) fails the write of
+    several queues: each queue's outcomes are written again alone, so that only that
+    queue's jobs stay Running for the reaper."""
+    a, b, c = (unique_queue(name) for name in ("apart-a", "apart-b", "apart-c"))
+    queue = JobQueue()
+    ids = {name: queue.enqueue(Job(queue_name=name)) for name in (a, b, c)}
+    first_write, gate = threading.Event(), threading.Event()
+
+    def handler(job):
+        if job.queue_name != a:
+            first_write.wait(30)
+        return {"queue": job.queue_name, "processes": WorkerProcess.objects.count()}
+
+    with caplog.at_level("ERROR", logger="workers"), Process([a, b, c], handler) as process:
+        writes: list[set[str]] = []
+        write_runs = process.runtime.queue.write_runs
+
+        def broken_for_b(finished, *args, **kwargs):
+            if finished:
+                writes.append({job.queue_name for job, _ in finished})
+                if len(writes) == 1:
+                    first_write.set()
+                    gate.wait(30)
+                if b in writes[-1]:
+                    raise RuntimeError("a bug in b's outcome")
+            return write_runs(finished, *args, **kwargs)
+
+        process.runtime.queue.write_runs = broken_for_b
+        try:
+            process.wait_for_hand_ins(2)  # b's and c's, while a's is written
+        finally:
+            gate.set()
+        wait_for_status(queue, c, "Completed", 1, 30)
+    assert writes[1] == {b, c}, writes
+    assert {b} in writes[2:] and {c} in writes[2:], f"not written apart: {writes}"
+    assert queue.get_job(ids[a]).status == JobStatus.COMPLETED
+    assert queue.get_job(ids[b]).status == JobStatus.RUNNING, "b's job is left for the reaper"
+    assert "writing each queue's alone" in caplog.text
+
+
+def test_a_run_that_ended_leaves_the_heartbeat_and_is_forgotten_once_written():
+    """A handler past the grace period stays Running when its run ends: the hub's heartbeat,
+    which goes on for the other queues, must no longer extend its lease; the run's last
+    requests are still written."""
+    queue = TestQueue()
+    first = WorkerRun(Worker(queue, "a", lambda job: None), threading.Event(), threading.Event())
+    second = WorkerRun(Worker(queue, "b", lambda job: None), first.stop, first.force, hub=first.hub)
+    hub = first.hub
+    stuck, written = Job(queue_name="a"), Job(queue_name="a")
+    first.state.running = {id(stuck): stuck, id(written): written}
+    second.state.running = {1: Job(queue_name="b")}
+    first.state.outbox.append(Request((written, None), None))
+    assert len(hub.running_jobs()) == 3
+    hub.leave(first.lane)
+    assert hub.running_jobs() == list(second.state.running.values()), "a's lease is extended"
+    assert first.lane in hub.lanes, "a's request waits for the writer"
+    first.state.outbox.clear()
+    with hub.lock:
+        hub.prune()
+    assert hub.lanes == [second.lane]

@@ -18,7 +18,7 @@ from tests.conftest import unique_queue
 from tests.workers.support.helpers import enqueue_jobs, wait_until
 from workers.runtime import handoffs
 from workers.runtime.allowance import Allowance
-from workers.runtime.hub import Hub
+from workers.runtime.hub import ProcessHub
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,7 +58,7 @@ class Run:
 
     def __init__(self, queue, jobs) -> None:
         self.force = threading.Event()
-        self.hub = Hub(queue, timedelta(minutes=5), None, threading.Event(), self.force)
+        self.hub = ProcessHub(queue, timedelta(minutes=5), None, threading.Event(), self.force)
         self.state = self.hub.new_state(_Stats(), concurrency=4, unwritten_limit=10)
         self.state.hold(jobs)
         self.hub.join(self.state, Allowance(None, []))

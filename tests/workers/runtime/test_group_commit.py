@@ -112,3 +112,39 @@ def test_hand_ins_that_do_not_wait_do_not_end_the_linger():
     writer.linger()
     assert len(run.outbox) == 4, "it waited for the waiting slot's request"
     assert run.blocked == 1
+
+
+def two_lanes():
+    """Two worker runs of one hub, their jobs short: their states and the writer."""
+    queue = TestQueue()
+    first = WorkerRun(Worker(queue, "a", lambda job: None, batch_concurrency=2), *stops())
+    second = WorkerRun(
+        Worker(queue, "b", lambda job: None, batch_concurrency=2), first.stop, first.force,
+        hub=first.hub,
+    )  # fmt: skip
+    assert second.hub is first.hub
+    for run in (first, second):
+        run.state.run_time = LINGER / 10
+    return first.state, second.state, first.writer
+
+
+def stops():
+    return threading.Event(), threading.Event()
+
+
+def test_a_queue_whose_busy_slots_all_wait_is_written_without_waiting_for_another():
+    a, b, writer = two_lanes()
+    a.outbox += [Request(None, None), Request(None, None)]
+    a.blocked = 2  # both of a's slots wait for this write (a workflow's jobs, say)
+    # b's two slots run short jobs that go on without waiting; b has handed in nothing yet.
+    writer.hub.requests = Recording(b)
+    writer.linger()
+    assert writer.hub.requests.waits == [], "a's write lingered for b"
+
+
+def test_a_queue_whose_slots_go_on_lingers_for_the_other_queue_s_hand_ins():
+    a, b, writer = two_lanes()
+    a.outbox.append(Request(None, None))  # a's slot handed in and went on
+    writer.hub.requests = Recording(b, arrive=2)  # b's two slots hand in and wait
+    writer.linger()
+    assert len(writer.hub.requests.waits) == 2 and len(b.outbox) == 2

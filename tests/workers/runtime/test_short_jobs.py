@@ -9,17 +9,19 @@ needs every held job fresh whatever the machine's load."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from threading import Barrier, BrokenBarrierError
 
 import pytest
+from django.utils import timezone
 
 from queues.api import Job, JobBatch, JobQueue, JobStatus, PartialFailureMode
 from tests.conftest import unique_queue
-from tests.workers.support.helpers import enqueue_jobs, running, wait_for_status
+from tests.workers.support.helpers import enqueue_jobs, running, wait_for_status, wait_until
 from workers.api import ThrottleConfig, Worker
 from workers.runtime import RunState, WorkerRun, handoffs
-from workers.runtime.claimer import Claimer
+from workers.runtime.claimer import IDLE_SLOT_WAIT, Claimer
 from workers.runtime.handoffs import Share
 from workers.runtime.shutdown import release_unstarted
 from workers.runtime.slots import Slot
@@ -138,41 +140,65 @@ def test_short_jobs_are_claimed_for_the_slots_with_no_share_left_once_half_are_i
     short.running = {i: object() for i in range(3)}
     short.idle = 1
     assert short.capacity(8) == 0, "one slot of four idle: the claim waits"
-    assert short.capacity(12, patient=False) == 12, (
-        "past the wait: a share for every slot, the busy ones being on their last short job"
+    assert short.capacity(8, patient=False) == 2, (
+        "past the wait: a share for the idle slot alone, the others may be in long runs"
     )
-    short.shares = {1: share_of(2), 2: share_of(1), 3: share_of(0)}
-    short.shared = 3
-    assert short.capacity(12, patient=False) == 6, "none for the two slots with a share left"
     short.running, short.idle = {i: object() for i in range(2)}, 2
+    assert short.capacity(12) == 12, (
+        "half the slots idle: a share for every slot, the busy ones on their last short job"
+    )
+    short.shares = {1: share_of(2), 2: share_of(0)}
+    short.shared = 2
+    assert short.capacity(12) == 9, "none for the slot with a share left"
     short.shares, short.shared = {}, 0
-    assert short.capacity(12) == 12, "half the slots idle: a share for each slot"
     short.running, short.idle = {}, 4
     assert short.capacity(8) == 8
     short.held.append(object())
     assert short.capacity(8) == 0, "no claim while a claim's jobs wait to be taken"
 
 
-def test_a_slot_with_a_share_left_keeps_the_claim_of_short_jobs_waiting():
-    """Busy slots with shares left run short jobs and will be idle soon: an idle slot does
-    not claim for itself alone meanwhile, as it would for slots in long runs."""
+class Waits:
+    """A `room.wait` that records its timeouts, waits them out if `elapse` (no slot wakes
+    the claimer), and stops the run at the third."""
+
+    def __init__(self, state: RunState, elapse: bool) -> None:
+        self.state, self.elapse, self.timeouts = state, elapse, []
+
+    def __call__(self, timeout=None):
+        self.timeouts.append(timeout)
+        if self.elapse and timeout is not None:
+            time.sleep(timeout)
+        if len(self.timeouts) == 3:
+            self.state.stopping = True
+        return False
+
+
+def waiting_claimer(short: RunState, elapse: bool = False) -> tuple[Claimer, Waits]:
+    claimer = Claimer.__new__(Claimer)
+    claimer.state = short
+    short.room.wait = waits = Waits(short, elapse)
+    return claimer, waits
+
+
+def test_an_idle_slot_waits_for_the_shares_of_a_fresh_claim_then_claims_for_itself():
+    """Slots with a share left from a claim within the start window run short jobs: an idle
+    slot waits for them until the window closes, not only `IDLE_SLOT_WAIT`; past it, the
+    other slots may be in long runs, and it claims a share of its own."""
     short = state(4, SHORT)
     short.running = {i: object() for i in range(3)}
     short.idle = 1
-    short.shares, short.shared = {1: share_of(3)}, 3
+    share = share_of(3)
+    share.claimed_at = time.monotonic()
+    short.shares, short.shared = {1: share}, 3
     assert short.capacity(8) == 0, "the share counts as work: the claim waits"
-    claimer = Claimer.__new__(Claimer)
-    claimer.state = short
-    waited = []
-
-    def wait(timeout=None):
-        waited.append(timeout)
-        short.stopping = True  # the next look ends the wait
-        return False
-
-    short.room.wait = wait
+    claimer, waits = waiting_claimer(short)
     assert claimer._wait_for_room(8, limited=False) == 0
-    assert waited == [None], "no patience timer: it waits to be woken, not for the idle slot"
+    assert IDLE_SLOT_WAIT < waits.timeouts[0] <= handoffs.FRESH_START, waits.timeouts
+    share.claimed_at -= handoffs.FRESH_START  # the window closed: the share's slot is slow
+    short.stopping = False
+    claimer, waits = waiting_claimer(short, elapse=True)
+    assert claimer._wait_for_room(8, limited=False) == 2, "a share for the idle slot"
+    assert waits.timeouts and max(waits.timeouts) <= IDLE_SLOT_WAIT, waits.timeouts
 
 
 def test_jobs_that_are_not_short_are_claimed_a_batch_ahead():
@@ -301,3 +327,73 @@ def test_short_jobs_of_a_limited_worker_still_run_in_every_slot(fresh, limit):
         barrier.abort()
     assert broken == []
     assert queue.get_job(ids[-1]).result == {"n": count - 1}
+
+
+class GatedRun:
+    """A worker run of short jobs on a new queue, whose jobs are claimed in the order of
+    `kinds` then `extra` short ones: a "long" job runs until the gate opens. Records the
+    size of each claim."""
+
+    def __init__(self, kinds: list[str], extra: int, batch_size: int, concurrency: int):
+        self.queue, self.name = JobQueue(), unique_queue("gated")
+        start = timezone.now() - timedelta(minutes=1)
+        kinds = [*kinds, *["short"] * extra]
+        at = [start + timedelta(milliseconds=i) for i in range(len(kinds))]
+        self.ids = self.queue.enqueue_many([
+            Job(queue_name=self.name, payload={"kind": kind}, scheduled_at=at[i])
+            for i, kind in enumerate(kinds)
+        ])  # fmt: skip
+        self.extra = self.ids[-extra:]
+        self.gate, self.claims = threading.Event(), []
+        dequeue = self.queue.dequeue
+
+        def recorded(*args, **kwargs):
+            jobs = dequeue(*args, **kwargs)
+            self.claims.append(len(jobs))
+            return jobs
+
+        self.queue.dequeue = recorded
+        worker = Worker(
+            self.queue, self.name, self.handler, batch_size=batch_size,
+            batch_concurrency=concurrency, poll_interval=timedelta(milliseconds=20),
+        )  # fmt: skip
+        self.run = WorkerRun(worker, threading.Event(), threading.Event())
+        self.run.state.run_time = SHORT  # known short from the first claim
+        self.thread = threading.Thread(target=self.run.run, daemon=True)
+
+    def handler(self, job):
+        if job.payload["kind"] == "long":
+            self.gate.wait(60)
+        return {"kind": job.payload["kind"]}
+
+    def completed(self, ids) -> int:
+        return Job.objects.filter(id__in=ids, status=JobStatus.COMPLETED).count()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.gate.set()
+        self.run.stop.set()
+        self.thread.join(30)
+
+
+def test_an_idle_slot_is_not_kept_waiting_by_shares_behind_long_jobs():
+    """Three slots of four start a long job with a short one left in their share; the
+    fourth, idle, claims for itself once the first claim's start window has closed."""
+    kinds = ["long", "short", "long", "short", "long", "short", "short", "short"]
+    with GatedRun(kinds, extra=20, batch_size=8, concurrency=4) as gated:
+        wait_until(lambda: gated.completed(gated.extra) == 20, 30, f"claims {gated.claims}")
+        assert gated.completed(gated.ids[:8:2][:3]) == 0, "the long jobs still run"
+
+
+def test_a_claim_past_the_wait_is_sized_for_the_idle_slots_only():
+    """Three slots of four end their share on a long job: the fourth's claims are a share
+    for itself, not for the slots in long runs (their jobs would wait past the claim's
+    start window)."""
+    kinds = ["long" if i in (7, 15, 23) else "short" for i in range(32)]
+    with GatedRun(kinds, extra=24, batch_size=32, concurrency=4) as gated:
+        wait_until(lambda: gated.completed(gated.extra) == 24, 30, f"claims {gated.claims}")
+        assert gated.claims[0] == 32, gated.claims
+        assert max(size for size in gated.claims[1:]) <= 8, gated.claims
