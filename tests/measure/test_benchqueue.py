@@ -76,6 +76,7 @@ def test_benchqueue_runs_runworker_on_every_handler_shape(monkeypatch):
             "@task returning a + b",
             "writes one row with the ORM",
             "returns None, one enqueue_batch",
+            'returns {"ok": True, "n": i}, jobs on 4 queues',
         )
     ]
     # Each figure checked that the child completed its 5 jobs (it raises otherwise).

@@ -9,7 +9,6 @@ import threading
 import time
 from collections import Counter
 from functools import partial
-from typing import TYPE_CHECKING
 
 from django.db import connection
 
@@ -17,9 +16,6 @@ from queues.api import JobStatus
 from workers import metrics
 from workers.runtime.faults import GaveUp, retrying
 from workers.runtime.handoffs import Request
-
-if TYPE_CHECKING:
-    from workers.runtime.hub import Lane
 
 logger = logging.getLogger("workers")
 
@@ -154,10 +150,10 @@ class Writer:
     def _settle(self, batch, owners, finished, recorded, written: bool) -> None:
         """Each lane's part of a write: its stats and metrics, its allowance, its running
         jobs, its runs given back. One lane's failure here leaves the others' alone."""
-        by_lane: dict[Lane, list] = {}
+        by_lane: dict = {}  # by lane (hub.py)
         for lane, pair, result in zip(owners, finished, recorded, strict=True):
             by_lane.setdefault(lane, []).append((pair, result))
-        given_back: dict[Lane, list] = {}
+        given_back: dict = {}
         for lane, request in batch:
             if request.given_back is not None:
                 given_back.setdefault(lane, []).append(request.given_back)
@@ -174,7 +170,7 @@ class Writer:
             except Exception:
                 logger.exception("recording a write's outcomes for %s failed", lane.name)
 
-    def give_back(self, lane: Lane, jobs: list) -> None:
+    def give_back(self, lane, jobs: list) -> None:
         """Hand back runs that the database's outage cut short, attempt not counted: they
         are Pending again at once (this waits for the database to be back)."""
         for job in jobs:
@@ -207,7 +203,7 @@ def _written_now(state) -> bool:
     return not _short(state) or state.stopping or state.blocked >= state.concurrency - state.idle
 
 
-def tally(lane: Lane, done: list) -> None:
+def tally(lane, done: list) -> None:
     """The stats and metrics of a lane's outcomes in a write: one locked update and one
     metric increment per kind of outcome, not per job."""
     kinds: Counter = Counter()
