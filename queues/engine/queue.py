@@ -182,6 +182,14 @@ class JobQueue(
         validate_queue_name(queue_name)
         return self.store.next_due(queue_name)
 
+    def next_due_many(self, queue_names) -> dict[str, datetime | None]:
+        """`next_due` of each of `queue_names`, read in one statement: what one idle
+        process asks for all its queues (workers/runtime/watch.py)."""
+        names = list(queue_names)
+        for name in names:
+            validate_queue_name(name)
+        return self.store.next_due_many(names)
+
     def data_version(self) -> int | None:
         """A number that changes when another connection commits to the database (SQLite's
         `PRAGMA data_version`, read on this thread's connection); None where the database

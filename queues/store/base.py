@@ -65,6 +65,9 @@ class Store(Protocol):
         """The earliest `scheduled_at` of a job of `queue` that is claimable or will be by
         time alone; None if it has none or is paused. Reads only."""
 
+    def next_due_many(self, queues: Sequence[str]) -> dict[str, datetime | None]:
+        """`next_due` of each of `queues`, read together (one statement in SQL)."""
+
     def data_version(self) -> int | None:
         """A number that changes when another connection commits (None: the store cannot
         tell cheaply); read on this thread's connection."""

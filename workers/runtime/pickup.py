@@ -1,7 +1,7 @@
 """How an idle worker notices new work soon without polling the jobs table: after a short
-claim the claimer sleeps until a per-database signal (NOTIFY, `data_version`, `next_due`),
-a scheduled job's time, the queue's next rate window, the poll interval or the stop.
-See docs/design/worker.md."""
+claim the claimer sleeps until a per-database signal (NOTIFY; elsewhere the process's one
+look for every idle queue, `watch.py`), a scheduled job's time, the queue's next rate
+window, the poll interval or the stop. See docs/design/worker.md."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 from django.db import DatabaseError
 
 from queues.store.listen import Listener, can_listen
+from workers.runtime.watch import Watch
 
 logger = logging.getLogger("workers")
 
@@ -36,6 +37,9 @@ SCHEDULED = "scheduled"  # the earliest scheduled job is due
 RATE = "rate"  # the queue's next rate window opened
 POLL = "poll"  # the poll interval ended
 STOP = "stop"
+#: Not a reason a sleep ends: the watch saw a job due before the sleep's end, which it
+#: moved to that job's time (the sleep then ends as SCHEDULED).
+DUE = "due"
 
 
 class PickupListener(Listener):
@@ -120,24 +124,33 @@ class Pickup:
         self.hub: Hub | None = None
         self.burst = burst
         self.polled = False  # PostgreSQL without LISTEN (a transaction pool): checks
+        self.watch: Watch | None = None  # the process's look for new work, where it checks
+        self.deadline = 0.0  # monotonic: when the current sleep ends (the watch may move it)
+        self.checks_from = 0.0  # monotonic: when the watch starts looking for this sleep
 
     def __enter__(self) -> Pickup:
         # A burst run ends when its queue is empty: not worth a connection of its own.
-        if self.vendor != "postgresql" or self.burst:
-            return self
-        using = getattr(self.queue, "using", "default")
-        self.polled = not can_listen(using)
-        if not self.polled:
-            self.hub = Hub.of(using)
-            listener = self.hub.subscribe(self)
-            if not listener.listening.wait(LISTEN_WAIT_SECONDS):
-                logger.warning("queue %s: not listening for new jobs yet; polling", self.queue_name)
+        if self.vendor == "postgresql" and not self.burst:
+            using = getattr(self.queue, "using", "default")
+            self.polled = not can_listen(using)
+            if not self.polled:
+                self.hub = Hub.of(using)
+                listener = self.hub.subscribe(self)
+                if not listener.listening.wait(LISTEN_WAIT_SECONDS):
+                    logger.warning(
+                        "queue %s: not listening for new jobs yet; polling", self.queue_name
+                    )
+        if self._check_seconds() is not None:
+            self.watch = Watch.of(self.queue)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.hub is not None:
             self.hub.unsubscribe(self)
             self.hub = None
+        if self.watch is not None:
+            self.watch.unsubscribe()
+            self.watch = None
 
     def wake(self, reason: str) -> None:
         if self.reason is None:
@@ -168,9 +181,8 @@ class Pickup:
         # After checks that found nothing to claim, the next check waits longer.
         first = CHECK_SECONDS.get(self.vendor, min(CHECK_SECONDS.values()))
         hold = min(self.poll, first * 2**self.backoff) if self.backoff else 0.0
-        check = self._check_seconds()
-        check = None if check is None else min(self.poll, max(check, hold))
-        version = self._data_version()
+        every = self._check_seconds()
+        check = None if every is None else min(self.poll, max(every, hold))
         window = self._window_in()
         if window is not None:
             # The rate is spent until its next window: a wake before would claim nothing,
@@ -186,48 +198,59 @@ class Pickup:
         logger.debug(
             "queue %s: idle, claiming again within %.3gs", self.queue_name, deadline - start
         )
+        self.deadline = deadline
+        watched = check is not None and self.watch is not None
+        if watched:
+            self.checks_from = start + check
+            self.watch.sleep(self, every)
+        try:
+            return self._wait(reason, window is not None, check)
+        finally:
+            if watched:
+                self.watch.awake(self)
+
+    def _wait(self, reason: str, at_rate: bool, check: float | None) -> str:
         while True:
             if self.state.stopping:
                 return STOP
-            remaining = deadline - time.monotonic()
+            remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 return reason
-            if self.event.wait(remaining if check is None else min(remaining, check)):
-                if self.state.stopping:
-                    return STOP
-                if window is None:
-                    return self.reason or NOTIFY
+            if not self.event.wait(remaining):
+                continue  # (at the deadline, its reason stands)
+            if self.state.stopping:
+                return STOP
+            woke = self.reason
+            if at_rate:
                 self.arm()  # a NOTIFY before the window opens: nothing to claim yet
                 continue
-            if check is None or time.monotonic() >= deadline or not self._changed(version):
-                continue  # (at the deadline, its reason stands)
-            version = self._data_version()
-            due = self._due_in()
-            if due is not None and due <= 0:
-                # Within a check of the scheduled time this sleep waits for, that time has
-                # come (the read took that long), not a new job.
-                if reason == SCHEDULED and time.monotonic() >= deadline - check:
-                    return SCHEDULED
-                return CHANGED
-            if due is not None and time.monotonic() + due < deadline:
-                deadline, reason = time.monotonic() + due, SCHEDULED
+            if woke == DUE:  # the watch moved the deadline to a scheduled job's time
+                reason = SCHEDULED
+                self.arm()
+                continue
+            # Within a check of the scheduled time this sleep waits for, that time has come
+            # (the read took that long), not a new job.
+            near = check is not None and time.monotonic() >= self.deadline - check
+            if woke == CHANGED and reason == SCHEDULED and near:
+                return SCHEDULED
+            return woke or NOTIFY
+
+    def seen(self, due: float) -> None:
+        """What the watch read for this sleep's queue: its next job is due in `due`
+        seconds (<= 0: now)."""
+        if due <= 0:
+            self.wake(CHANGED)
+            return
+        at = time.monotonic() + due
+        if at < self.deadline:
+            self.deadline = at
+            self.wake(DUE)
 
     def _check_seconds(self) -> float | None:
         """How often to look for a change (None: woken by NOTIFY, or nothing to look at)."""
         if self.polled:
             return POOLED_CHECK_SECONDS
         return CHECK_SECONDS.get(self.vendor)
-
-    def _data_version(self) -> int | None:
-        if self.vendor != "sqlite":
-            return None
-        try:
-            return self.queue.data_version()
-        except DatabaseError:
-            return None  # the database is away: the checks go on, the claim reports it
-
-    def _changed(self, version: int | None) -> bool:
-        return version is None or self._data_version() != version
 
     def _window_in(self) -> float | None:
         """Seconds until the queue's next rate window opens if the last claim found its

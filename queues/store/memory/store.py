@@ -47,6 +47,9 @@ class MemoryStore(MemoryRows, MemoryUpkeep, MemoryArchive, MemoryTables):
         due = min((job.scheduled_at for job in self._claimable(queue, future)), default=None)
         return due
 
+    def next_due_many(self, queues) -> dict[str, datetime | None]:
+        return {queue: self.next_due(queue) for queue in queues}
+
     def data_version(self) -> int | None:
         return None  # one process: nothing commits behind the worker's back
 

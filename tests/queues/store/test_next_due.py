@@ -42,6 +42,30 @@ def test_next_due_of_a_paused_queue_is_none(store):
     assert store.next_due(name) == T0 - timedelta(seconds=5)
 
 
+def test_next_due_many_reads_every_queue_s_next_due_in_one_statement(store):
+    due, later, paused, empty = (unique_queue("many") for _ in range(4))
+    insert(store, job(due, age=5), job(later, age=-30), job(paused, age=5))
+    store.pause(QueuePause(queue_name=paused, paused_at=T0))
+    names = [later, due, paused, empty, due]
+    statements = []
+    if getattr(store, "vendor", None) is None:
+        dues = store.next_due_many(names)
+    else:  # SQL: the idle process's one look for all its queues
+        with connection.execute_wrapper(
+            lambda run, sql, *args: statements.append(sql) or run(sql, *args)
+        ):
+            dues = store.next_due_many(names)
+        assert len(statements) == 1
+    assert dues == {
+        due: T0 - timedelta(seconds=5),
+        later: T0 + timedelta(seconds=30),
+        paused: None,
+        empty: None,
+    }
+    assert dues == {name: store.next_due(name) for name in names}
+    assert store.next_due_many([]) == {}
+
+
 def test_data_version_is_sqlite_s_and_moves_with_another_connection_s_commit(store):
     first = store.data_version()
     if getattr(store, "vendor", None) != "sqlite":

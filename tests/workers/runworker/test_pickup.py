@@ -47,13 +47,13 @@ def woken_by_new_job() -> str:
 class IdleWorker:
     """`manage.py runworker sub_work -v 3 --poll-interval POLL`, output in a file."""
 
-    def __init__(self, tmp_path: Path, poll: str = "60") -> None:
+    def __init__(self, tmp_path: Path, poll: str = "60", queues=(WORK_QUEUE,)) -> None:
         self.output = tmp_path / f"runworker-{time.monotonic_ns()}.log"
         env = {**os.environ, "HAMMERWEB_USE_TEST_DB": "1", "PYTHONUNBUFFERED": "1"}
         args = ["--poll-interval", poll, "--include", "tests.workers.support.subprocess_jobs"]
         with open(self.output, "w") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "manage.py", "runworker", WORK_QUEUE, "-v", "3", *args],
+                [sys.executable, "manage.py", "runworker", *queues, "-v", "3", *args],
                 cwd=BASE_DIR,
                 env=env,
                 stdout=out,
@@ -88,8 +88,8 @@ class IdleWorker:
 def idle_worker(tmp_path):
     started: list[IdleWorker] = []
 
-    def start(poll: str = "60") -> IdleWorker:
-        worker = IdleWorker(tmp_path, poll)
+    def start(poll: str = "60", queues=(WORK_QUEUE,)) -> IdleWorker:
+        worker = IdleWorker(tmp_path, poll, queues)
         started.append(worker)
         return worker
 
@@ -112,6 +112,20 @@ def test_a_new_job_wakes_an_idle_worker_before_its_poll(idle_worker):
     wait_completed(job_id)
     assert worker.count(f"queue {WORK_QUEUE}: woken ({woken_by_new_job()})") >= 1
     assert worker.count(f"queue {WORK_QUEUE}: woken (poll)") == 0
+
+
+def test_of_several_idle_queues_only_the_one_with_new_work_wakes(idle_worker):
+    # One process serves them all: where no NOTIFY reaches it, one look reads every queue.
+    others = [f"{WORK_QUEUE}_idle_{i}" for i in range(2)]
+    worker = idle_worker(queues=(*others, WORK_QUEUE))
+    worker.wait_idle()
+    for name in others:
+        worker.wait_for(f"queue {name}: idle")
+    job_id = JobQueue().enqueue(Job(queue_name=WORK_QUEUE, payload={}))
+    wait_completed(job_id)
+    assert worker.count(f"queue {WORK_QUEUE}: woken ({woken_by_new_job()})") >= 1
+    for name in others:
+        assert worker.count(f"queue {name}: woken") == 0
 
 
 def test_a_job_enqueued_in_a_transaction_wakes_it_at_commit(idle_worker):
