@@ -37,9 +37,6 @@ SCHEDULED = "scheduled"  # the earliest scheduled job is due
 RATE = "rate"  # the queue's next rate window opened
 POLL = "poll"  # the poll interval ended
 STOP = "stop"
-#: Not a reason a sleep ends: the watch saw a job due before the sleep's end, which it
-#: moved to that job's time (the sleep then ends as SCHEDULED).
-DUE = "due"
 
 
 class PickupListener(Listener):
@@ -125,8 +122,14 @@ class Pickup:
         self.burst = burst
         self.polled = False  # PostgreSQL without LISTEN (a transaction pool): checks
         self.watch: Watch | None = None  # the process's look for new work, where it checks
-        self.deadline = 0.0  # monotonic: when the current sleep ends (the watch may move it)
         self.checks_from = 0.0  # monotonic: when the watch starts looking for this sleep
+        # The current sleep, which the watch may end sooner (lock): its number, whether the
+        # watch looks for it, when it ends (monotonic) and as what.
+        self.lock = threading.Lock()
+        self.sleep_number = 0
+        self.sleeping = False
+        self.deadline = 0.0
+        self.ends_as = POLL
 
     def __enter__(self) -> Pickup:
         # A burst run ends when its queue is empty: not worth a connection of its own.
@@ -159,8 +162,9 @@ class Pickup:
 
     def arm(self) -> None:
         """Before each claim: a wake-up from now on ends the next sleep at once."""
-        self.reason = None
-        self.event.clear()
+        with self.lock:  # after the watch's last word on the sleep that ended (`seen`)
+            self.reason = None
+            self.event.clear()
 
     def claimed(self, got: int) -> None:
         if got:
@@ -198,53 +202,66 @@ class Pickup:
         logger.debug(
             "queue %s: idle, claiming again within %.3gs", self.queue_name, deadline - start
         )
-        self.deadline = deadline
         watched = check is not None and self.watch is not None
+        with self.lock:
+            self.sleep_number += 1
+            self.sleeping = watched
+            self.deadline, self.ends_as = deadline, reason
         if watched:
             self.checks_from = start + check
             self.watch.sleep(self, every)
         try:
-            return self._wait(reason, window is not None, check)
+            return self._wait(window is not None, check)
         finally:
             if watched:
                 self.watch.awake(self)
+                with self.lock:
+                    self.sleeping = False
 
-    def _wait(self, reason: str, at_rate: bool, check: float | None) -> str:
+    def _wait(self, at_rate: bool, check: float | None) -> str:
         while True:
             if self.state.stopping:
                 return STOP
-            remaining = self.deadline - time.monotonic()
+            with self.lock:
+                deadline, ends_as = self.deadline, self.ends_as
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return reason
+                return ends_as  # (its reason stands: the poll, a scheduled job, the rate)
             if not self.event.wait(remaining):
-                continue  # (at the deadline, its reason stands)
+                continue
             if self.state.stopping:
                 return STOP
             woke = self.reason
+            if woke is None:
+                # The watch moved the deadline: sleep on until then. A wake-up that came
+                # meanwhile has its reason set by now, or sets the event again.
+                self.event.clear()
+                woke = self.reason
+                if woke is None:
+                    continue
             if at_rate:
                 self.arm()  # a NOTIFY before the window opens: nothing to claim yet
                 continue
-            if woke == DUE:  # the watch moved the deadline to a scheduled job's time
-                reason = SCHEDULED
-                self.arm()
-                continue
             # Within a check of the scheduled time this sleep waits for, that time has come
             # (the read took that long), not a new job.
-            near = check is not None and time.monotonic() >= self.deadline - check
-            if woke == CHANGED and reason == SCHEDULED and near:
+            near = check is not None and time.monotonic() >= deadline - check
+            if woke == CHANGED and ends_as == SCHEDULED and near:
                 return SCHEDULED
-            return woke or NOTIFY
+            return woke
 
-    def seen(self, due: float) -> None:
-        """What the watch read for this sleep's queue: its next job is due in `due`
-        seconds (<= 0: now)."""
-        if due <= 0:
-            self.wake(CHANGED)
-            return
-        at = time.monotonic() + due
-        if at < self.deadline:
-            self.deadline = at
-            self.wake(DUE)
+    def seen(self, due: float, number: int) -> None:
+        """What the watch read for sleep `number` of this pickup: its queue's next job is
+        due in `due` seconds (<= 0: now). A read for an earlier sleep says nothing."""
+        with self.lock:
+            if number != self.sleep_number or not self.sleeping:
+                return
+            if due <= 0:
+                self.wake(CHANGED)
+                return
+            at = time.monotonic() + due
+            if at < self.deadline:
+                self.deadline, self.ends_as = at, SCHEDULED
+                self.event.set()
 
     def _check_seconds(self) -> float | None:
         """How often to look for a change (None: woken by NOTIFY, or nothing to look at)."""

@@ -11,12 +11,16 @@ import logging
 import threading
 import time
 
-from django.db import DatabaseError, connections
+from django.db import connections
+
+from workers.runtime.faults import DB_FAULTS, MAX_DELAY, close_connection
 
 logger = logging.getLogger("workers")
 
-#: How long closing waits for the thread (it is between two looks: one statement at most).
+#: How long closing waits for the thread (it is between two looks, or in one).
 CLOSE_WAIT_SECONDS = 5.0
+#: The most doublings of the wait between looks after failed ones (up to MAX_DELAY).
+MAX_DOUBLINGS = 7
 
 
 class Watch:
@@ -32,7 +36,8 @@ class Watch:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # a sleeper came, or closing
         self.subscribers = 0
-        #: {pickup: the data_version its queue was last read at (None: not read yet)}.
+        #: {pickup: (its sleep's number, the data_version its queue was last read at for
+        #: that sleep: None, not read yet)}.
         self.sleepers: dict = {}
         self.thread: threading.Thread | None = None
         self.closing = False
@@ -60,13 +65,15 @@ class Watch:
             self.changed.notify_all()
         if thread is not None:
             thread.join(CLOSE_WAIT_SECONDS)
+            if thread.is_alive():
+                logger.warning("the look for new work of %s did not end in time", self.using)
 
     def sleep(self, pickup, every: float) -> None:
-        """`pickup` sleeps: look for its queue every `every` seconds, from its
-        `checks_from` on, until `awake(pickup)`."""
+        """`pickup` sleeps (its sleep number `pickup.sleep_number`): look for its queue every
+        `every` seconds, from its `checks_from` on, until `awake(pickup)`."""
         with self.lock:
             first = not self.sleepers
-            self.sleepers[pickup] = None
+            self.sleepers[pickup] = (pickup.sleep_number, None)
             self.interval = every if self.interval is None else min(self.interval, every)
             if self.thread is None and not self.closing:
                 self.thread = threading.Thread(target=self._run, name="watch-new-work")
@@ -80,6 +87,7 @@ class Watch:
             self.sleepers.pop(pickup, None)
 
     def _run(self) -> None:
+        failures = 0
         try:
             while True:
                 with self.lock:
@@ -87,41 +95,53 @@ class Watch:
                         self.changed.wait()
                     if self.closing:
                         return
-                    self.changed.wait(self.interval)
+                    # After failed looks, fewer: a database that is away is not asked 20
+                    # times a second (the claims' retries report the outage).
+                    self.changed.wait(min(self.interval * 2**failures, MAX_DELAY))
                     if self.closing:
                         return
-                self.look()
+                try:
+                    self.look()
+                except Exception as exc:  # noqa: BLE001 (the thread outlives any look)
+                    failures = min(failures + 1, MAX_DOUBLINGS)
+                    if isinstance(exc, DB_FAULTS):
+                        close_connection(self.using)  # the next look opens a new one
+                        logger.debug("looking for new work failed: %s", exc)
+                    else:  # a bug: the polls still find new work meanwhile
+                        logger.exception("looking for new work failed")
+                    continue
+                if failures:
+                    logger.debug("looking for new work again")
+                failures = 0
         finally:
             connections.close_all()  # this thread's
+            with self.lock:
+                if self.thread is threading.current_thread():
+                    self.thread = None
 
     def look(self) -> None:
         """One look for every sleeper whose checks have begun: its queue's next due job,
-        read for all in one statement. A sleeper whose job is due is woken; one whose job is
-        due before its sleep ends sleeps until then. On SQLite the read is skipped while no
-        other connection committed since this sleeper's last read."""
+        read for all in one statement (a few on many queues). A sleeper whose job is due is
+        woken; one whose job is due before its sleep ends sleeps until then. On SQLite the
+        read is skipped while no other connection committed since this sleeper's last."""
         now = time.monotonic()
         with self.lock:
-            due_now = {p: seen for p, seen in self.sleepers.items() if now >= p.checks_from}
+            due_now = {p: mark for p, mark in self.sleepers.items() if now >= p.checks_from}
         if not due_now:
             return
-        try:
-            version = self.queue.data_version()
-        except DatabaseError:
-            version = None  # the database is away: the claims report it
-        names = {p.queue_name for p, seen in due_now.items() if version is None or seen != version}
+        version = self.queue.data_version()
+        names = {
+            p.queue_name for p, (_, seen) in due_now.items() if version is None or seen != version
+        }
         if not names:
             return
-        try:
-            dues = self.queue.next_due_many(sorted(names))
-        except DatabaseError as exc:
-            logger.debug("looking for new work failed: %s", exc)
-            return
-        wall = self.queue.now()
+        dues = self.queue.next_due_many(sorted(names))
         with self.lock:
-            for pickup in due_now:
-                if pickup.queue_name in names and pickup in self.sleepers:
-                    self.sleepers[pickup] = version
-        for pickup in due_now:
+            for pickup, (number, _) in due_now.items():
+                if pickup.queue_name in names and self.sleepers.get(pickup, (None,))[0] == number:
+                    self.sleepers[pickup] = (number, version)
+        for pickup, (number, _) in due_now.items():
             due = dues.get(pickup.queue_name)
             if due is not None:
-                pickup.seen((due - wall).total_seconds())
+                # The pickup's own clock: its queue's (a test's may be a MockClock).
+                pickup.seen((due - pickup.queue.now()).total_seconds(), number)

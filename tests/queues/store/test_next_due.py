@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import timedelta
 
@@ -10,6 +11,7 @@ from django.db import connection
 from queues import enums
 from queues.api import JobPriority
 from queues.models import QueuePause
+from queues.store.sql.runs import NEXT_DUE_CHUNK
 from tests.queues.conftest import unique_queue
 from tests.queues.store.conftest import T0, claim, insert, job
 
@@ -42,20 +44,28 @@ def test_next_due_of_a_paused_queue_is_none(store):
     assert store.next_due(name) == T0 - timedelta(seconds=5)
 
 
+def read_counting(store, names):
+    """`store.next_due_many(names)`, and the statements it sent (None: not SQL)."""
+    if getattr(store, "vendor", None) is None:
+        return store.next_due_many(names), None
+    statements = []
+
+    def count(execute, sql, *args):
+        statements.append(sql)
+        return execute(sql, *args)
+
+    with connection.execute_wrapper(count):
+        return store.next_due_many(names), len(statements)
+
+
 def test_next_due_many_reads_every_queue_s_next_due_in_one_statement(store):
     due, later, paused, empty = (unique_queue("many") for _ in range(4))
     insert(store, job(due, age=5), job(later, age=-30), job(paused, age=5))
     store.pause(QueuePause(queue_name=paused, paused_at=T0))
     names = [later, due, paused, empty, due]
-    statements = []
-    if getattr(store, "vendor", None) is None:
-        dues = store.next_due_many(names)
-    else:  # SQL: the idle process's one look for all its queues
-        with connection.execute_wrapper(
-            lambda run, sql, *args: statements.append(sql) or run(sql, *args)
-        ):
-            dues = store.next_due_many(names)
-        assert len(statements) == 1
+    dues, statements = read_counting(store, names)
+    if statements is not None:  # SQL: the idle process's one look for all its queues
+        assert statements == 1
     assert dues == {
         due: T0 - timedelta(seconds=5),
         later: T0 + timedelta(seconds=30),
@@ -64,6 +74,22 @@ def test_next_due_many_reads_every_queue_s_next_due_in_one_statement(store):
     }
     assert dues == {name: store.next_due(name) for name in names}
     assert store.next_due_many([]) == {}
+
+
+def test_next_due_many_of_many_queues_reads_them_a_few_at_a_time(store):
+    names = [unique_queue("many") for _ in range(2 * NEXT_DUE_CHUNK + 3)]
+    insert(store, *(job(name, age=i) for i, name in enumerate(names) if i % 3))
+    dues, statements = read_counting(store, names)
+    if statements is not None:  # SQLite refuses a UNION of 500; PostgreSQL plans slowly
+        assert statements == 3
+    assert dues == {name: store.next_due(name) for name in names}
+    assert sum(due is not None for due in dues.values()) == len(names) - 7
+
+
+def test_the_next_due_query_names_no_parameter_but_the_queue(store):
+    if getattr(store, "vendor", None) is None:
+        return
+    assert set(re.findall(r"%\((\w+)\)s", store.queries["next_due"])) == {"queue"}
 
 
 def test_data_version_is_sqlite_s_and_moves_with_another_connection_s_commit(store):
