@@ -103,9 +103,9 @@ class RunState:
         # on its share's last job, which is short), so that no claimed job waits longer
         # than that and none needs a check before it starts (`take`). Past the claimer's
         # patience, the other slots may be in long runs: a share for each idle slot only.
-        busy = len(self.running) > self.finishing or self.shared  # a share left is work
         if not patient:
             return min(batch_size, self.idle * per_slot)
+        busy = len(self.running) > self.finishing or self.shared  # a share left is work
         if self.idle * 2 < self.concurrency and busy:
             return 0
         sharing = sum(1 for share in self.shares.values() if share.jobs)

@@ -65,31 +65,47 @@ class Process:
         wait_until(lambda: waiting() == count, 30, f"{count} requests never waited")
 
 
+class FirstWriteHeld:
+    """Three queues' jobs, the first queue's (`a`) ending first: its outcome's write is held
+    until `gate` is set, and the other queues' handlers end meanwhile, so that their outcomes
+    wait for the writer together. With `bug_in`, a write that holds that queue's outcome
+    meets a bug. The handler uses the ORM."""
+
+    def __init__(self, a: str, bug_in: str | None = None) -> None:
+        self.a, self.bug_in = a, bug_in
+        self.first_write, self.gate = threading.Event(), threading.Event()
+        self.writes: list[set[str]] = []  # the queues of each write's outcomes
+
+    def handler(self, job):
+        if job.queue_name != self.a:
+            self.first_write.wait(30)  # b's and c's jobs end while a's outcome is being written
+        return {"queue": job.queue_name, "processes": WorkerProcess.objects.count()}
+
+    def install(self, process: Process) -> list[set[str]]:
+        write_runs = process.runtime.queue.write_runs
+
+        def held(finished, *args, **kwargs):
+            if finished:
+                self.writes.append({job.queue_name for job, _ in finished})
+                if len(self.writes) == 1:
+                    self.first_write.set()
+                    self.gate.wait(30)
+                if self.bug_in in self.writes[-1]:
+                    raise RuntimeError(f"a bug in {self.bug_in}'s outcome")
+            return write_runs(finished, *args, **kwargs)
+
+        process.runtime.queue.write_runs = held  # the process's one queue object
+        return self.writes
+
+
 def test_one_write_records_the_outcomes_of_several_queues():
     a, b, c = (unique_queue(name) for name in "abc")
     queue = JobQueue()
     ids = {name: queue.enqueue(Job(queue_name=name)) for name in (a, b, c)}
-    first_write = threading.Event()
-    gate = threading.Event()
+    held = FirstWriteHeld(a)
 
-    def handler(job):
-        if job.queue_name != a:
-            first_write.wait(30)  # b's and c's jobs end while a's outcome is being written
-        return {"queue": job.queue_name, "processes": WorkerProcess.objects.count()}
-
-    with Process([a, b, c], handler) as process:
-        writes: list[set[str]] = []
-        write_runs = process.runtime.queue.write_runs
-
-        def gated(finished, *args, **kwargs):
-            if finished:
-                writes.append({job.queue_name for job, _ in finished})
-                if len(writes) == 1:
-                    first_write.set()
-                    gate.wait(30)
-            return write_runs(finished, *args, **kwargs)
-
-        process.runtime.queue.write_runs = gated  # the process's one queue object
+    with Process([a, b, c], held.handler) as process:
+        writes = held.install(process)
         try:
             process.wait_for_hand_ins(2)  # b's and c's, while a's is written
             names = [thread.name for thread in threading.enumerate()]
@@ -97,7 +113,7 @@ def test_one_write_records_the_outcomes_of_several_queues():
                 assert names.count(role) == 1, f"one {role} for the three queues: {names}"
             assert not [name for name in names if name.endswith(("-writer", "-heartbeat"))]
         finally:
-            gate.set()
+            held.gate.set()
         for name in (a, b, c):
             wait_for_status(queue, name, "Completed", 1, 30)
     assert writes[:2] == [{a}, {b, c}], "b's and c's outcomes were not one write"
@@ -148,32 +164,14 @@ def test_a_write_that_fails_on_one_queue_s_outcome_records_the_other_queues_alon
     a, b, c = (unique_queue(name) for name in ("apart-a", "apart-b", "apart-c"))
     queue = JobQueue()
     ids = {name: queue.enqueue(Job(queue_name=name)) for name in (a, b, c)}
-    first_write, gate = threading.Event(), threading.Event()
+    held = FirstWriteHeld(a, bug_in=b)
 
-    def handler(job):
-        if job.queue_name != a:
-            first_write.wait(30)
-        return {"queue": job.queue_name, "processes": WorkerProcess.objects.count()}
-
-    with caplog.at_level("ERROR", logger="workers"), Process([a, b, c], handler) as process:
-        writes: list[set[str]] = []
-        write_runs = process.runtime.queue.write_runs
-
-        def broken_for_b(finished, *args, **kwargs):
-            if finished:
-                writes.append({job.queue_name for job, _ in finished})
-                if len(writes) == 1:
-                    first_write.set()
-                    gate.wait(30)
-                if b in writes[-1]:
-                    raise RuntimeError("a bug in b's outcome")
-            return write_runs(finished, *args, **kwargs)
-
-        process.runtime.queue.write_runs = broken_for_b
+    with caplog.at_level("ERROR", logger="workers"), Process([a, b, c], held.handler) as process:
+        writes = held.install(process)
         try:
             process.wait_for_hand_ins(2)  # b's and c's, while a's is written
         finally:
-            gate.set()
+            held.gate.set()
         wait_for_status(queue, c, "Completed", 1, 30)
     assert writes[1] == {b, c}, writes
     assert {b} in writes[2:] and {c} in writes[2:], f"not written apart: {writes}"
